@@ -1,0 +1,89 @@
+"""The committed notebooks are what a reader sees: executed cleanly, top to bottom, in order.
+
+nbval (``make test``) re-executes every notebook; these checks look at the *stored* version:
+it must come from one clean run (``make notebooks``), so its outputs are neither stale nor broken.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
+EXPECTED_SECTIONS = [
+    "01_self_attention",
+    "02_multi_head_attention",
+    "03_positional_encoding",
+    "04_transformer_encoder",
+    "05_transformer_decoder",
+]
+
+
+def _code_cells(notebook):
+    return [cell for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def test_every_section_has_its_notebook_in_reading_order():
+    names = [p.stem for p in PATHS]
+    present = [name for name in EXPECTED_SECTIONS if name in names]
+    assert present == EXPECTED_SECTIONS, f"missing notebooks: {set(EXPECTED_SECTIONS) - set(names)}"
+    assert all(re.fullmatch(r"\d\d_[a-z0-9_]+", n) for n in names), names
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+class TestStoredNotebook:
+    def test_is_valid_and_uses_the_standard_kernel(self, path):
+        notebook = nbformat.read(path, as_version=4)
+        nbformat.validate(notebook)
+        assert notebook.metadata.get("kernelspec", {}).get("name") == "python3"
+
+    def test_was_executed_top_to_bottom_in_one_run(self, path):
+        counts = [cell.execution_count for cell in _code_cells(nbformat.read(path, as_version=4))]
+        expected = list(range(1, len(counts) + 1))
+        assert counts == expected, (
+            f"{path.name}: execution counts {counts} are not 1..{len(counts)}: run "
+            "`make notebooks` to re-execute it cleanly"
+        )
+
+    def test_has_no_error_output(self, path):
+        for index, cell in enumerate(_code_cells(nbformat.read(path, as_version=4))):
+            for output in cell.get("outputs", []):
+                assert output.output_type != "error", f"{path.name}: code cell {index} stored an error"
+                text = output.get("text", "")
+                assert "Traceback (most recent call last)" not in text, f"{path.name}: cell {index}"
+
+    def test_stores_no_path_of_this_machine(self, path):
+        text = path.read_text()
+        for fragment in (str(Path.home()) + "/", str(NOTEBOOKS.parent) + "/", "/tmp/"):
+            assert fragment not in text, f"{path.name} stores the local path {fragment!r}"
+
+    def test_seeds_first_and_proves_with_asserts(self, path):
+        cells = _code_cells(nbformat.read(path, as_version=4))
+        assert "seed_everything(" in cells[0].source, f"{path.name}: seed in the first code cell"
+        source = "\n".join(cell.source for cell in cells)
+        assert source.count("assert ") >= 5, f"{path.name}: claims must be executable asserts"
+
+    def test_shows_plots(self, path):
+        notebook = nbformat.read(path, as_version=4)
+        images = [
+            output for cell in _code_cells(notebook) for output in cell.get("outputs", [])
+            if "image/png" in output.get("data", {})
+        ]
+        assert images, f"{path.name}: no stored plot"
+
+    def test_ends_with_summary_exercises_and_reading(self, path):
+        notebook = nbformat.read(path, as_version=4)
+        headings = [
+            line.strip().lstrip("#").strip().lower()
+            for cell in notebook.cells if cell.cell_type == "markdown"
+            for line in cell.source.splitlines() if line.startswith("## ")
+        ]
+        tail = [h for h in headings if h in ("summary", "exercises", "further reading")]
+        assert tail == ["summary", "exercises", "further reading"], (
+            f"{path.name}: expected '## Summary', '## Exercises', '## Further reading' in this "
+            f"order, found {tail}"
+        )
+        assert "### BEGIN SOLUTION" in json.dumps(notebook.dict()), f"{path.name}: no exercise"
