@@ -9,6 +9,7 @@ which never raises because of the student's code.
 from __future__ import annotations
 
 import html
+import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ def _clone(value):
 
 
 def _same(a, b) -> bool:
+    """True when ``b`` still holds what ``a`` holds (tensors bit for bit, NaNs included)."""
     if isinstance(a, torch.Tensor):
         return (
             isinstance(b, torch.Tensor)
@@ -83,8 +85,34 @@ def _same(a, b) -> bool:
             and bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, equal_nan=True, rtol=0, atol=0)))
         )
     if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return (
+            isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(a, dict):  # keyword arguments: a mask passed as ``mask=`` is checked too
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_same(a[key], b[key]) for key in a)
+        )
     return True
+
+
+# Frames in these folders are never the student's: torch's own code and this package.
+_NOT_STUDENT_CODE = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep
+    for path in (torch.__file__, os.path.dirname(os.path.abspath(__file__)))
+)
+
+
+def _student_frame(error: BaseException) -> traceback.FrameSummary:
+    """The deepest frame of the traceback that is the student's code, not torch's or ours."""
+    frames = traceback.extract_tb(error.__traceback__)
+    for frame in reversed(frames):
+        if not os.path.abspath(frame.filename).startswith(_NOT_STUDENT_CODE):
+            return frame
+    return frames[-1]
 
 
 def call(student_fn: Callable, *args, **kwargs):
@@ -104,7 +132,7 @@ def call(student_fn: Callable, *args, **kwargs):
             "cell again.",
         ) from None
     except Exception as error:  # the student's code crashed: report it, never re-raise
-        where = traceback.extract_tb(error.__traceback__)[-1]
+        where = _student_frame(error)
         raise Mistake(
             "raised",
             f"your function raised {type(error).__name__}: {error} (line {where.lineno} of "
@@ -155,7 +183,7 @@ def checker(name: str) -> Callable[[Callable[[Callable], str | None]], Callable[
             if not callable(student_fn):
                 return CheckResult(
                     name, False,
-                    f"expected your function itself (e.g. `{name}`), got "
+                    f"expected your function itself (e.g. `my_{name}`), got "
                     f"{type(student_fn).__name__}. Pass the function, do not call it.",
                     "not_callable",
                 )
