@@ -2,7 +2,7 @@ r"""Scaled dot-product attention, masks, single- and multi-head self-attention.
 
 Derived in ``01_self_attention.ipynb`` (scaled dot-product attention, ``causal_mask``,
 ``SelfAttention``) and ``02_multi_head_attention.ipynb`` (``split_heads``, ``merge_heads``,
-``MultiHeadAttention``, ``key_padding_mask``).
+``multi_head_attention``, ``MultiHeadAttention``, ``key_padding_mask``).
 
 Conventions (the course's contract):
 
@@ -34,6 +34,7 @@ __all__ = [
     "split_heads",
     "merge_heads",
     "MultiHeadAttention",
+    "multi_head_attention",
 ]
 
 
@@ -69,6 +70,14 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
 
 
+def _check_dropout_p(dropout_p: object, name: str = "dropout_p") -> float:
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
+        raise TypeError(f"{name} must be a float in [0, 1), got {type(dropout_p).__name__}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {dropout_p}")
+    return float(dropout_p)
+
+
 def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
     """Validate a boolean attention mask against the shape of the scores it will mask.
 
@@ -90,7 +99,7 @@ def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torc
             f"mask with shape {tuple(mask.shape)} cannot be matched to attention scores of shape "
             f"{scores_shape} (batch..., n_queries, n_keys)"
         )
-    for mask_size, score_size in zip(reversed(mask.shape), reversed(scores_shape)):
+    for mask_size, score_size in zip(reversed(mask.shape), reversed(scores_shape), strict=False):
         if mask_size not in (1, score_size):
             raise ValueError(
                 f"mask with shape {tuple(mask.shape)} does not fit attention scores of shape "
@@ -176,15 +185,22 @@ def scaled_dot_product_attention(
     Derived in ``01_self_attention.ipynb``.
     """
     _check_qkv(q, k, v)
+    dropout_p = _check_dropout_p(dropout_p)
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., n_q, n_k)
+    # Scaling the queries before the product is the same as scaling the scores, but costs
+    # n_q * d_k multiplications instead of n_q * n_k.
+    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., n_q, n_k)
     if mask is not None:
-        check_mask(mask, scores.shape)
+        mask = check_mask(mask, scores.shape).to(scores.device)
+        # The most negative finite number, not -inf: a row with every key masked then stays finite
+        # (uniform), where -inf would give exp(-inf - (-inf)) = NaN. Any row with at least one
+        # key left gives masked cells exp(min - max) = exactly 0.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)  # (..., n_q, n_k), rows sum to 1
     if mask is not None:
-        # Exactly 0 on masked cells, and all-zero rows where a query may attend to nothing.
-        weights = weights.masked_fill(~mask, 0.0)
+        has_key = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1): may this query attend?
+        if not bool(has_key.all()):
+            weights = weights * has_key  # queries with nothing to attend to: all-zero rows
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     out = weights @ v  # (..., n_q, d_v)
@@ -202,17 +218,23 @@ def fast_attention(
 
     Returns only ``out`` (the fused kernels never materialise the weights). Used by the modules
     when the weights are not needed (``need_weights=False``). Queries whose keys are all masked
-    get a zero output, as in the explicit path (the fused kernel alone would give NaN).
+    get a zero output, as in the explicit path (depending on the PyTorch version and backend, the
+    fused kernel alone may give NaN there). Same arguments and checks as the explicit path.
     """
     _check_qkv(q, k, v)
+    dropout_p = _check_dropout_p(dropout_p)
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
-    scores_shape = (*q.shape[:-1], k.shape[-2])
-    check_mask(mask, scores_shape)
+    scores_shape = (*q.shape[:-1], k.shape[-2])  # (..., n_q, n_k)
+    mask = check_mask(mask, scores_shape).to(q.device)
+    if mask.dim() == 1:  # (n_k,): the fused kernel wants at least (n_q or 1, n_k)
+        mask = mask[None, :]  # (1, n_k)
     has_key = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1): may this query attend at all?
+    if bool(has_key.all()):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     safe_mask = mask | ~has_key  # let empty rows attend everywhere, then zero them below
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe_mask, dropout_p=dropout_p)
-    return out.masked_fill(~has_key, 0.0)
+    return out * has_key  # (..., n_q, d_v), zero rows where there was nothing to attend to
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,19 +305,64 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
             f"by num_heads={num_heads}"
         )
     d_head = d_model // num_heads
-    x = x.reshape(batch, seq, num_heads, d_head)  # (batch, seq, heads, d_head)
-    return x.transpose(1, 2)  # (batch, heads, seq, d_head)
+    x = x.reshape(batch, seq, num_heads, d_head)  # (batch, seq, heads, d_head): cut the features
+    return x.transpose(1, 2)  # (batch, heads, seq, d_head): heads become a batch dimension
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """Inverse of :func:`split_heads`: ``(batch, heads, seq, d_head)`` -> ``(batch, seq, heads * d_head)``.
 
-    This is the concatenation ``[b^{i,1}; b^{i,2}; ...]`` of the lecture, for every position i.
+    This is the concatenation ``[b^{i,1}; b^{i,2}; ...]`` of the lecture (拼接), for every
+    position i. Derived in ``02_multi_head_attention.ipynb``.
     """
     check_tensor(x, "x", ndim=4)
     batch, num_heads, seq, d_head = x.shape
     x = x.transpose(1, 2)  # (batch, seq, heads, d_head)
     return x.reshape(batch, seq, num_heads * d_head)  # (batch, seq, d_model)
+
+
+def multi_head_attention(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    w_o: torch.Tensor,
+    num_heads: int,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Multi-head self-attention as one function of explicit weight matrices (no biases).
+
+    Row convention of code, :math:`y = x W`:
+
+    .. math::
+        Q = X W_q,\; K = X W_k,\; V = X W_v \;\to\; \text{split into heads} \;\to\;
+        \text{head}_h = \operatorname{softmax}\!\Big(\frac{Q_h K_h^\top}{\sqrt{d_{head}}}\Big)
+        V_h \;\to\; \text{out} = [\text{head}_1; \dots; \text{head}_H]\, W_o
+
+    Args:
+        x: ``(batch, seq, d_model)``.
+        w_q, w_k, w_v, w_o: ``(d_model, d_model)`` each (``nn.Linear.weight`` is the transpose).
+        num_heads: must divide ``d_model``; each head works on ``d_head = d_model / num_heads``
+            features and is scaled by :math:`\sqrt{d_{head}}` (not :math:`\sqrt{d_{model}}`).
+        mask: optional bool mask (True = may attend) broadcastable to
+            ``(batch, num_heads, seq, seq)``.
+
+    Returns:
+        ``out`` ``(batch, seq, d_model)`` and the per-head ``weights`` ``(batch, num_heads, seq,
+        seq)``. Equal to :class:`MultiHeadAttention` with ``bias=False`` and
+        ``q_proj.weight = w_q.T`` (etc.). The exercise of ``02_multi_head_attention.ipynb``.
+    """
+    check_tensor(x, "x", ndim=3, dtype="floating")
+    d_model = x.shape[-1]
+    for name, weight in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
+        check_tensor(weight, name, shape=(d_model, d_model), dtype=x.dtype)
+    queries = split_heads(x @ w_q, num_heads)  # (batch, heads, seq, d_head)
+    keys = split_heads(x @ w_k, num_heads)  # (batch, heads, seq, d_head)
+    values = split_heads(x @ w_v, num_heads)  # (batch, heads, seq, d_head)
+    heads, weights = scaled_dot_product_attention(queries, keys, values, mask)
+    # heads: (batch, heads, seq, d_head); weights: (batch, heads, seq, seq)
+    out = merge_heads(heads) @ w_o  # (batch, seq, d_model)
+    return out, weights
 
 
 class MultiHeadAttention(nn.Module):
@@ -305,8 +372,9 @@ class MultiHeadAttention(nn.Module):
         \text{head}_h = \operatorname{Attention}(Q W^Q_h, K W^K_h, V W^V_h), \qquad
         \text{MHA}(Q, K, V) = [\text{head}_1; \dots; \text{head}_H]\, W^O
 
-    One ``d_model x d_model`` projection per role is the same computation as ``num_heads``
-    separate ``d_model x d_head`` projections (its column blocks); ``02`` shows it.
+    One ``d_model x d_model`` projection per role is the same computation as the lecture's
+    ``num_heads`` separate per-head projections :math:`q^{i,h} = W^{q,h} q^i` (their products,
+    stacked as row blocks of ``q_proj.weight``: block ``h`` is head ``h``); ``02`` asserts it.
 
     Args:
         d_model: size of the query vectors and of the output.
@@ -334,13 +402,14 @@ class MultiHeadAttention(nn.Module):
         self.d_model = check_positive_int(d_model, "d_model")
         self.num_heads = check_positive_int(num_heads, "num_heads")
         if d_model % num_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+            raise ValueError(
+                f"d_model={d_model} is not divisible by num_heads={num_heads}: every head gets "
+                "d_head = d_model / num_heads features"
+            )
         self.d_head = d_model // num_heads
         self.kdim = check_positive_int(kdim if kdim is not None else d_model, "kdim")
         self.vdim = check_positive_int(vdim if vdim is not None else d_model, "vdim")
-        self.dropout = dropout
+        self.dropout = _check_dropout_p(dropout, "dropout")
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W^Q, all heads side by side
         self.k_proj = nn.Linear(self.kdim, d_model, bias=bias)  # W^K
         self.v_proj = nn.Linear(self.vdim, d_model, bias=bias)  # W^V
@@ -376,6 +445,24 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         need_weights: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attend from ``query`` to ``key``/``value``.
+
+        Args:
+            query: ``(batch, n_q, d_model)``.
+            key: ``(batch, n_k, kdim)``; ``value``: ``(batch, n_k, vdim)``. Self-attention passes
+                the same tensor three times.
+            mask: optional bool mask, True = may attend, broadcastable to
+                ``(batch, num_heads, n_q, n_k)`` with each dimension equal or 1 (aligned from the
+                right): e.g. ``causal_mask(n)`` ``(n_q, n_k)``, ``key_padding_mask(lengths)``
+                ``(batch, 1, 1, n_k)``, or both combined with ``&``. A 3-D mask is read as
+                ``(num_heads, n_q, n_k)``; a per-example mask needs ``mask[:, None]``.
+            need_weights: return the per-head weights (explicit path). ``False`` takes the fused
+                fast path (same output, up to rounding) and returns ``None`` as weights.
+
+        Returns:
+            ``out`` ``(batch, n_q, d_model)`` and ``weights`` ``(batch, num_heads, n_q, n_k)``
+            (after dropout, as in PyTorch), or ``None``.
+        """
         self._check_inputs(query, key, value)
         batch, n_q, _ = query.shape
         n_k = key.shape[1]
@@ -392,6 +479,12 @@ class MultiHeadAttention(nn.Module):
         # heads: (batch, heads, n_q, d_head)
         out = self.out_proj(merge_heads(heads))  # (batch, n_q, d_model)
         return out, weights
+
+    def extra_repr(self) -> str:
+        return (
+            f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_head}, "
+            f"kdim={self.kdim}, vdim={self.vdim}, dropout={self.dropout}"
+        )
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:

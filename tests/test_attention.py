@@ -1,0 +1,410 @@
+"""lectures_lib.attention against PyTorch's own attention: values, weights, masks and gradients."""
+
+import itertools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lectures_lib.attention import (
+    MultiHeadAttention,
+    SelfAttention,
+    causal_mask,
+    check_mask,
+    fast_attention,
+    key_padding_mask,
+    merge_heads,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    split_heads,
+)
+
+DOUBLE = torch.float64
+
+
+def randn(*shape, dtype=DOUBLE, requires_grad=False):
+    return torch.randn(*shape, dtype=dtype, requires_grad=requires_grad)
+
+
+def random_mask(*shape):
+    """A bool mask whose every row (last dim) has at least one allowed key."""
+    mask = torch.rand(*shape) < 0.5
+    mask[..., 0] = True
+    return mask
+
+
+# ---------------------------------------------------------------------------------------------
+# scaled_dot_product_attention vs F.scaled_dot_product_attention
+# ---------------------------------------------------------------------------------------------
+
+QKV_SHAPES = [
+    ((3, 4), (5, 4), (5, 2)),  # unbatched, n_q != n_k, d_k != d_v
+    ((2, 3, 4), (2, 6, 4), (2, 6, 5)),  # (batch, seq, d)
+    ((2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5)),  # (batch, heads, seq, d_head)
+]
+
+
+@pytest.mark.parametrize("shapes", QKV_SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sdpa_matches_torch_without_mask(shapes, dtype):
+    q, k, v = (randn(*s, dtype=dtype) for s in shapes)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    expected = F.scaled_dot_product_attention(q, k, v)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert out.shape == expected.shape and out.dtype == dtype
+    assert weights.shape == (*q.shape[:-1], k.shape[-2])
+    torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(q.shape[:-1], dtype=dtype))
+
+
+# Masks of every broadcast shape against scores (2, 3, 4, 6): (batch, heads, n_q, n_k).
+MASK_SHAPES = [(6,), (4, 6), (1, 6), (3, 4, 6), (2, 1, 1, 6), (2, 1, 4, 6), (2, 3, 4, 6), (1, 1, 1, 1)]
+
+
+@pytest.mark.parametrize("mask_shape", MASK_SHAPES)
+def test_sdpa_matches_torch_with_masks_of_every_broadcast_shape(mask_shape):
+    q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 5)
+    mask = random_mask(*mask_shape)
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    torch_mask = mask if mask.dim() > 1 else mask[None]  # the fused kernel wants >= 2 dims
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=torch_mask))
+    blocked = ~mask.expand(weights.shape)
+    assert torch.all(weights[blocked] == 0), "masked cells must get exactly 0 weight"
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 4, dtype=DOUBLE))
+    torch.testing.assert_close(fast_attention(q, k, v, mask), out)
+
+
+def test_sdpa_weights_are_softmax_of_scaled_scores():
+    q, k, v = randn(2, 3, 5), randn(2, 4, 5), randn(2, 4, 3)
+    _, weights = scaled_dot_product_attention(q, k, v)
+    manual = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(5), dim=-1)
+    torch.testing.assert_close(weights, manual)
+
+
+def test_sdpa_is_stable_for_large_scores():
+    q, k, v = randn(2, 5, 4) * 1e3, randn(2, 7, 4) * 1e3, randn(2, 7, 3)
+    for dtype in (torch.float32, torch.float64):
+        out, weights = scaled_dot_product_attention(q.to(dtype), k.to(dtype), v.to(dtype))
+        assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5, dtype=dtype))
+    out, _ = scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
+
+
+def test_sdpa_gradients_match_torch():
+    q, k, v = randn(2, 2, 4, 3, requires_grad=True), randn(2, 2, 5, 3, requires_grad=True), \
+        randn(2, 2, 5, 6, requires_grad=True)
+    mask = random_mask(2, 1, 4, 5)
+    grad_out = randn(2, 2, 4, 6)
+    ours = torch.autograd.grad(scaled_dot_product_attention(q, k, v, mask)[0], (q, k, v), grad_out)
+    theirs = torch.autograd.grad(
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask), (q, k, v), grad_out
+    )
+    for a, b in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_fully_masked_queries_give_zeros_not_nan_in_both_paths():
+    q, k, v = (randn(1, 2, 3, 4, requires_grad=True) for _ in range(3))
+    mask = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    fast = fast_attention(q, k, v, mask)
+    for result in (out, fast):
+        assert torch.isfinite(result).all()
+        assert torch.all(result[..., 1, :] == 0), "a query with no key to attend to outputs 0"
+    assert torch.all(weights[..., 1, :] == 0)
+    torch.testing.assert_close(weights[..., [0, 2], :].sum(-1), torch.ones(1, 2, 2, dtype=DOUBLE))
+    torch.testing.assert_close(fast, out)
+    (out.sum() + fast.sum()).backward()
+    assert all(torch.isfinite(t.grad).all() for t in (q, k, v))
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [None, causal_mask(5), random_mask(2, 1, 5, 5), torch.tensor([True, True, False, False, True])],
+    ids=["none", "causal", "per-example", "keys"],
+)
+def test_fast_path_equals_explicit_path_values_and_gradients(mask):
+    q, k, v = (randn(2, 3, 5, 4, requires_grad=True) for _ in range(3))
+    grad_out = randn(2, 3, 5, 4)
+    explicit, _ = scaled_dot_product_attention(q, k, v, mask)
+    fast = fast_attention(q, k, v, mask)
+    torch.testing.assert_close(fast, explicit)
+    grads_explicit = torch.autograd.grad(explicit, (q, k, v), grad_out)
+    grads_fast = torch.autograd.grad(fast, (q, k, v), grad_out)
+    for a, b in zip(grads_fast, grads_explicit, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_sdpa_dropout_only_when_asked_and_validated():
+    q, k, v = randn(2, 4, 3), randn(2, 6, 3), randn(2, 6, 3)
+    _, plain = scaled_dot_product_attention(q, k, v)
+    torch.manual_seed(0)
+    _, dropped = scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    kept = dropped != 0
+    assert not kept.all(), "dropout 0.5 drops some weights"
+    torch.testing.assert_close(dropped[kept], plain[kept] * 2)  # survivors scaled by 1 / (1 - p)
+    for bad in (-0.1, 1.0, 1.5):
+        with pytest.raises(ValueError, match=str(bad)):
+            scaled_dot_product_attention(q, k, v, dropout_p=bad)
+        with pytest.raises(ValueError, match=str(bad)):
+            fast_attention(q, k, v, dropout_p=bad)
+
+
+def test_sdpa_rejects_bad_inputs_with_shapes_in_the_message():
+    q, k, v = randn(2, 3, 4), randn(2, 5, 4), randn(2, 5, 6)
+    with pytest.raises(ValueError, match=r"\(2, 3, 4\).*\(2, 5, 7\)"):
+        scaled_dot_product_attention(q, randn(2, 5, 7), v)
+    with pytest.raises(ValueError, match=r"\(2, 5, 4\).*\(2, 4, 6\)"):
+        scaled_dot_product_attention(q, k, randn(2, 4, 6))
+    with pytest.raises(ValueError, match=r"leading"):
+        scaled_dot_product_attention(q, randn(3, 5, 4), randn(3, 5, 6))
+    with pytest.raises(TypeError, match="floating"):
+        scaled_dot_product_attention(q.long(), k, v)
+    with pytest.raises(ValueError, match=r"at least 2"):
+        scaled_dot_product_attention(randn(4), randn(4), randn(4))
+    with pytest.raises(TypeError, match="dtype"):
+        scaled_dot_product_attention(q.float(), k, v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Masks
+# ---------------------------------------------------------------------------------------------
+
+
+def test_causal_mask_is_lower_triangle_with_diagonal():
+    for n in (1, 2, 5):
+        mask = causal_mask(n)
+        assert mask.dtype == torch.bool and mask.shape == (n, n)
+        for i, j in itertools.product(range(n), repeat=2):
+            assert bool(mask[i, j]) == (j <= i)
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match=str(bad)):
+            causal_mask(bad)
+    with pytest.raises(TypeError, match="int"):
+        causal_mask(3.0)
+
+
+def test_key_padding_mask_from_lengths():
+    mask = key_padding_mask([3, 1, 4], max_len=5)
+    assert mask.shape == (3, 1, 1, 5) and mask.dtype == torch.bool
+    expected = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 0]], dtype=torch.bool)
+    assert torch.equal(mask[:, 0, 0], expected)
+    assert key_padding_mask(torch.tensor([2, 4])).shape == (2, 1, 1, 4)  # max_len = longest
+    with pytest.raises(ValueError, match="max_len=2.*3"):
+        key_padding_mask([3, 1], max_len=2)
+    with pytest.raises(ValueError, match="-1"):
+        key_padding_mask([2, -1])
+    with pytest.raises(TypeError, match="integer"):
+        key_padding_mask(torch.tensor([2.0, 1.0]))
+    with pytest.raises(ValueError, match="1 dimensions"):
+        key_padding_mask(torch.tensor([[2, 1]]))
+
+
+def test_check_mask_rejects_float_and_int_masks():
+    for bad in (torch.zeros(3, 3), torch.ones(3, 3, dtype=torch.long)):
+        with pytest.raises(TypeError, match=rf"torch.bool.*{bad.dtype}"):
+            check_mask(bad, (2, 3, 3))
+    with pytest.raises(TypeError, match="list"):
+        check_mask([[True]], (1, 1))
+
+
+def test_check_mask_rejects_shapes_that_would_broadcast_silently():
+    # A (batch, n_k) key-padding mask against (batch, heads, n_q, n_k) scores: it would be read
+    # as (n_q, n_k), so it must be rejected (here batch=2 != n_q=3).
+    with pytest.raises(ValueError, match=r"\(2, 5\).*\(2, 4, 3, 5\).*\(batch, 1, 1, n_keys\)"):
+        check_mask(torch.ones(2, 5, dtype=torch.bool), (2, 4, 3, 5))
+    with pytest.raises(ValueError, match=r"\(1, 2, 4, 3, 5\)"):
+        check_mask(torch.ones(1, 2, 4, 3, 5, dtype=torch.bool), (2, 4, 3, 5))
+    with pytest.raises(ValueError):
+        check_mask(torch.tensor(True), (3, 5))
+    with pytest.raises(ValueError, match=r"\(5, 3\)"):  # transposed (n_k, n_q)
+        check_mask(torch.ones(5, 3, dtype=torch.bool), (3, 5))
+    ok = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    assert check_mask(ok, (2, 4, 3, 5)) is ok
+
+
+# ---------------------------------------------------------------------------------------------
+# SelfAttention, split/merge, functional multi-head attention
+# ---------------------------------------------------------------------------------------------
+
+
+def test_self_attention_is_the_lecture_formula():
+    torch.manual_seed(1)
+    layer = SelfAttention(6, d_k=4, d_v=3).double()
+    x = randn(2, 5, 6)
+    out, weights = layer(x, causal_mask(5))
+    q, k, v = x @ layer.w_q.weight.T, x @ layer.w_k.weight.T, x @ layer.w_v.weight.T
+    scores = (q @ k.transpose(-2, -1) / 2.0).masked_fill(~causal_mask(5), float("-inf"))
+    torch.testing.assert_close(weights, torch.softmax(scores, -1))
+    torch.testing.assert_close(out, torch.softmax(scores, -1) @ v)
+    assert out.shape == (2, 5, 3)
+    with pytest.raises(ValueError, match=r"\(batch, seq, 6\).*\(2, 5, 4\)"):
+        layer(randn(2, 5, 4))
+
+
+def test_split_and_merge_heads_shapes_and_inverse():
+    x = torch.arange(2 * 5 * 12.0).reshape(2, 5, 12)
+    heads = split_heads(x, 3)
+    assert heads.shape == (2, 3, 5, 4)
+    for h in range(3):
+        assert torch.equal(heads[:, h], x[..., 4 * h : 4 * (h + 1)]), "head h = feature block h"
+    assert torch.equal(merge_heads(heads), x)
+    with pytest.raises(ValueError, match=r"d_model=12.*num_heads=5"):
+        split_heads(x, 5)
+    with pytest.raises(ValueError, match="3 dimensions"):
+        split_heads(x[0], 3)
+    with pytest.raises(ValueError, match="4 dimensions"):
+        merge_heads(x)
+
+
+def test_functional_multi_head_attention_equals_module_without_bias():
+    torch.manual_seed(2)
+    module = MultiHeadAttention(8, 2, bias=False).double()
+    x = randn(3, 4, 8)
+    weights = [m.weight.T for m in (module.q_proj, module.k_proj, module.v_proj, module.out_proj)]
+    mask = causal_mask(4)
+    out, attn = multi_head_attention(x, *weights, 2, mask)
+    expected_out, expected_attn = module(x, x, x, mask)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(attn, expected_attn)
+    with pytest.raises(ValueError, match=r"w_o must have shape \(8, 8\), got \(8, 4\)"):
+        multi_head_attention(x, *weights[:3], randn(8, 4), 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# MultiHeadAttention vs nn.MultiheadAttention
+# ---------------------------------------------------------------------------------------------
+
+
+def _torch_masks(kind, batch, n_q, n_k, lengths):
+    """(our mask, torch attn_mask, torch key_padding_mask) for one mask kind."""
+    ours = None
+    attn_mask = padding = None
+    if kind in ("causal", "both"):
+        allowed = torch.ones(n_q, n_k, dtype=torch.bool).tril()  # (n_q, n_k), row i: keys <= i
+        ours, attn_mask = allowed, ~allowed  # PyTorch: True = blocked
+    if kind in ("padding", "both"):
+        keep = key_padding_mask(lengths, n_k)  # (batch, 1, 1, n_k)
+        ours = keep if ours is None else ours & keep
+        padding = ~keep[:, 0, 0]  # (batch, n_k), PyTorch: True = padding
+    return ours, attn_mask, padding
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4, 8])
+@pytest.mark.parametrize("bias", [True, False])
+def test_multi_head_attention_matches_torch(num_heads, bias):
+    """Outputs, per-head weights and input gradients, for self and cross attention, every mask
+    kind, train (dropout 0) and eval mode; each (attention, mask) pair meets a batch-first and a
+    sequence-first PyTorch module (its inputs permuted to (seq, batch, features))."""
+    d_model, batch = 16, 3
+    torch.manual_seed(num_heads)
+    for attention, kind, mode in itertools.product(
+        ["self", "cross"], ["none", "causal", "padding", "both"], ["train", "eval"]
+    ):
+        batch_first = (mode == "train") != (attention == "cross")
+        kdim, vdim, n_q, n_k = (d_model, d_model, 5, 5) if attention == "self" else (6, 10, 4, 7)
+        reference = nn.MultiheadAttention(
+            d_model, num_heads, bias=bias, batch_first=batch_first, kdim=kdim, vdim=vdim
+        ).double()
+        reference.train(mode == "train")  # dropout is 0: train mode differs only in code path
+        ours = MultiHeadAttention.from_torch(reference)
+        assert ours.training == reference.training
+        query = randn(batch, n_q, d_model, requires_grad=True)
+        if attention == "self":
+            key = value = query
+        else:
+            key, value = randn(batch, n_k, kdim, requires_grad=True), randn(
+                batch, n_k, vdim, requires_grad=True
+            )
+        mask, attn_mask, padding = _torch_masks(kind, batch, n_q, n_k, [n_k, 3, 1])
+
+        def to_torch_layout(t, batch_first=batch_first):
+            return t if batch_first else t.transpose(0, 1)  # (seq, batch, features)
+
+        expected, expected_weights = reference(
+            to_torch_layout(query), to_torch_layout(key), to_torch_layout(value),
+            attn_mask=attn_mask, key_padding_mask=padding, average_attn_weights=False,
+        )
+        expected = to_torch_layout(expected)
+        out, weights = ours(query, key, value, mask)
+        case = f"{attention}, mask {kind}, {mode}, batch_first={batch_first}"
+        torch.testing.assert_close(out, expected, msg=lambda m, case=case: f"{case}: {m}")
+        torch.testing.assert_close(weights, expected_weights, msg=lambda m, c=case: f"{c}: {m}")
+        fast, none = ours(query, key, value, mask, need_weights=False)
+        assert none is None
+        torch.testing.assert_close(fast, out, msg=lambda m, c=case: f"{c} fast path: {m}")
+
+        inputs = (query,) if attention == "self" else (query, key, value)
+        grad_out = randn(*out.shape)
+        ours_grads = torch.autograd.grad(out, inputs, grad_out)
+        torch_grads = torch.autograd.grad(expected, inputs, grad_out)
+        fast_grads = torch.autograd.grad(fast, inputs, grad_out)
+        for a, b, c in zip(ours_grads, torch_grads, fast_grads, strict=True):
+            torch.testing.assert_close(a, b, msg=lambda m, c_=case: f"{c_} grads: {m}")
+            torch.testing.assert_close(c, b, msg=lambda m, c_=case: f"{c_} fast grads: {m}")
+
+
+def test_from_torch_copies_dtype_dropout_and_refuses_what_it_cannot_convert():
+    reference = nn.MultiheadAttention(8, 2, dropout=0.25, batch_first=True)
+    ours = MultiHeadAttention.from_torch(reference)
+    assert ours.dropout == 0.25 and ours.q_proj.weight.dtype == torch.float32
+    assert ours.num_heads == 2 and ours.d_head == 4
+    with pytest.raises(ValueError, match="add_bias_kv"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
+    with pytest.raises(ValueError, match="add_zero_attn"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_zero_attn=True))
+    with pytest.raises(TypeError, match="Linear"):
+        MultiHeadAttention.from_torch(nn.Linear(8, 8))
+
+
+def test_dropout_acts_in_training_only():
+    torch.manual_seed(3)
+    module = MultiHeadAttention(8, 2, dropout=0.5).double()
+    x = randn(2, 6, 8)
+    module.eval()
+    out_eval, weights_eval = module(x, x, x)
+    torch.testing.assert_close(weights_eval.sum(-1), torch.ones(2, 2, 6, dtype=DOUBLE))
+    torch.testing.assert_close(module(x, x, x, need_weights=False)[0], out_eval)
+    module.train()
+    _, weights_train = module(x, x, x)
+    assert (weights_train == 0).any(), "dropout 0.5 in training zeroes some attention weights"
+
+
+def test_padded_batch_gives_the_same_outputs_as_each_sequence_alone():
+    torch.manual_seed(4)
+    module = MultiHeadAttention(8, 2).double().eval()
+    lengths = [5, 3, 1]
+    x = randn(3, 5, 8)
+    mask = key_padding_mask(lengths, 5)  # (3, 1, 1, 5)
+    out, weights = module(x, x, x, mask)
+    for b, length in enumerate(lengths):
+        alone, _ = module(x[b : b + 1, :length], x[b : b + 1, :length], x[b : b + 1, :length])
+        torch.testing.assert_close(out[b, :length], alone[0])
+        assert torch.all(weights[b, :, :, length:] == 0)
+
+
+def test_multi_head_attention_rejects_bad_input_naming_the_numbers():
+    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by num_heads=3"):
+        MultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.5"):
+        MultiHeadAttention(8, 2, dropout=1.5)
+    module = MultiHeadAttention(16, 4)
+    x = torch.randn(2, 5, 16)
+    with pytest.raises(ValueError, match=r"query must have shape \(batch, seq, 16\), got \(2, 5, 12\)"):
+        module(torch.randn(2, 5, 12), x, x)
+    with pytest.raises(ValueError, match=r"3 dimensions.*\(5, 16\)"):
+        module(x[0], x[0], x[0])
+    with pytest.raises(ValueError, match=r"batch size.*\(2, 5, 16\).*\(3, 5, 16\)"):
+        module(x, torch.randn(3, 5, 16), torch.randn(3, 5, 16))
+    with pytest.raises(ValueError, match=r"same length.*\(2, 5, 16\).*\(2, 4, 16\)"):
+        module(x, x, torch.randn(2, 4, 16))
+    with pytest.raises(ValueError, match=r"\(2, 5\).*\(2, 4, 5, 5\)"):  # (batch, n_k) mask
+        module(x, x, x, torch.ones(2, 5, dtype=torch.bool))
+    with pytest.raises(TypeError, match=r"torch.bool.*torch.float32"):
+        module(x, x, x, torch.zeros(5, 5))
+    cross = MultiHeadAttention(16, 4, kdim=6, vdim=10)
+    with pytest.raises(ValueError, match=r"key must have shape \(batch, seq, 6\), got \(2, 5, 16\)"):
+        cross(x, x, torch.randn(2, 5, 10))
