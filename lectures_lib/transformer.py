@@ -62,13 +62,13 @@ def _activation_name(activation: object) -> str:
     """Map ``"relu"``/``"gelu"``, ``F.relu``/``F.gelu`` or ``nn.ReLU()``/``nn.GELU()`` to a name."""
     if isinstance(activation, str) and activation in _ACTIVATIONS:
         return activation
-    if activation is F.relu or isinstance(activation, nn.ReLU):
+    if activation is F.relu or activation is torch.relu or isinstance(activation, nn.ReLU):
         return "relu"
     if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
         return "gelu"
     raise ValueError(
-        f"activation must be 'relu' or 'gelu' (or F.relu / F.gelu / nn.ReLU() / nn.GELU()), "
-        f"got {activation!r}"
+        "activation must be 'relu' or 'gelu' (or F.relu / torch.relu / F.gelu / nn.ReLU() / "
+        f"nn.GELU()), got {activation!r}"
     )
 
 

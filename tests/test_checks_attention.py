@@ -169,9 +169,10 @@ def keys_instead_of_values(q, k, v, mask=None):
     return weights @ k, weights
 
 
-def float32_results(q, k, v, mask=None):
+def integer_weights(q, k, v, mask=None):
+    """Weights written into an integer buffer: every fraction truncated to 0."""
     out, weights = _finish(_scores(q, k), v, mask)
-    return out.float(), weights.float()
+    return out, weights.long()
 
 
 def missing_scaling(q, k, v, mask=None):
@@ -342,7 +343,7 @@ BUGGY = [
     (outputs_swapped, "outputs_swapped"),
     (weights_transposed, "weights_transposed"),
     (keys_instead_of_values, "wrong_shape"),
-    (float32_results, "wrong_dtype"),
+    (integer_weights, "wrong_dtype"),
     (missing_scaling, "missing_scaling"),
     (divided_by_d_k, "wrong_scaling"),
     (power_precedence, "wrong_scaling"),

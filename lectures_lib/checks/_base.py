@@ -131,7 +131,9 @@ def call(student_fn: Callable, *args, **kwargs):
             "not implemented yet: replace `raise NotImplementedError` with your code and run the "
             "cell again.",
         ) from None
-    except Exception as error:  # the student's code crashed: report it, never re-raise
+    # The student's code crashed: report it, never re-raise. SystemExit too (`exit()`,
+    # `sys.exit()` in a function must not end the checker); KeyboardInterrupt still stops it.
+    except (Exception, SystemExit) as error:
         where = _student_frame(error)
         raise Mistake(
             "raised",

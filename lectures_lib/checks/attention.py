@@ -47,7 +47,7 @@ MISTAKE_CODES: dict[str, str] = {
     "outputs_swapped": "returned (weights, out) instead of (out, weights)",
     "weights_transposed": "weights of shape (..., n_k, n_q) instead of (..., n_q, n_k)",
     "wrong_shape": "out or weights of another wrong shape",
-    "wrong_dtype": "the result does not keep the inputs' dtype",
+    "wrong_dtype": "out or weights not floating-point (an integer, bool or complex tensor)",
     "missing_scaling": "scores not divided by sqrt(d_k)",
     "wrong_scaling": "scores divided by something else than sqrt(d_k)",
     "softmax_wrong_axis": "softmax normalised over another axis than the keys (last) axis",
@@ -62,13 +62,21 @@ MISTAKE_CODES: dict[str, str] = {
     "masked_weights_not_zero": "masked cells get a small nonzero weight (fill not negative enough)",
     "overflow": "NaN or inf for large scores (exp without subtracting the row maximum)",
     "non_finite": "NaN or inf on ordinary inputs",
-    "low_precision": "float64 inputs computed with float32 precision",
+    "low_precision": "a float64 result that carries only float32 precision",
     "wrong_values": "differs from the reference in a way the catalogue does not recognise",
 }
 
-# float32 results are compared with the float64 reference at these tolerances; float64 at tighter
-# ones. Correct float32 implementations (loops, einsum, any masking constant) differ by ~1e-6.
-_TOLERANCES = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-9, 1e-11)}
+# Results are compared with the float64 reference at the tolerances of the *coarser* of the
+# inputs' and the result's dtype: a float32 answer (to float32 or float64 inputs) at float32's, a
+# float64 answer to float64 inputs at float64's. Correct float32 implementations (loops, einsum,
+# any masking constant) differ by ~1e-6. Any floating result dtype is accepted: computing in
+# float64 (and returning float64) is as right as filling default-dtype float32 buffers.
+_TOLERANCES = {
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (3e-2, 1e-2),
+    torch.float32: (1e-4, 1e-5),
+    torch.float64: (1e-9, 1e-11),
+}
 
 _FIX_MAX = (
     "Subtract each row's maximum before `exp` (softmax(x) = softmax(x - max x)), or use "
@@ -322,8 +330,16 @@ def _max_diff(actual: torch.Tensor, expected: torch.Tensor) -> float:
     return float((actual - expected).abs().max()) if actual.numel() else 0.0
 
 
-def _unpack(result: object, probe: _Probe) -> tuple[torch.Tensor, torch.Tensor]:
-    """Check the result is ``(out, weights)`` of the right shapes and dtype; return both."""
+def _coarsest(*dtypes: torch.dtype) -> torch.dtype:
+    """The least precise of the given floating dtypes (the one with the largest eps)."""
+    return max(dtypes, key=lambda dtype: torch.finfo(dtype).eps)
+
+
+def _unpack(
+    result: object, probe: _Probe
+) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """Check the result is ``(out, weights)`` of the right shapes, floating; return both (float64)
+    and the dtype whose precision they are compared at."""
     batch = tuple(probe.q.shape[:-2])
     out_shape = (*batch, probe.n_q, probe.v.shape[-1])
     weights_shape = (*batch, probe.n_q, probe.n_k)
@@ -379,13 +395,15 @@ def _unpack(result: object, probe: _Probe) -> tuple[torch.Tensor, torch.Tensor]:
             + hint,
         )
     for name, value in (("out", out), ("weights", weights)):
-        if value.dtype != probe.q.dtype:
+        if not value.is_floating_point():
             raise Mistake(
                 "wrong_dtype",
-                f"{name} has dtype {value.dtype} but the inputs are {probe.q.dtype}: keep the "
-                "inputs' dtype (no `.float()`, no new tensors of a fixed dtype)",
+                f"{name} has dtype {value.dtype} but should be floating-point like the inputs "
+                f"({probe.q.dtype}): weights are fractions between 0 and 1 (no `.long()`, "
+                "`.int()` or `.bool()`, and no integer buffers to fill in)",
             )
-    return out.detach().cpu().double(), weights.detach().cpu().double()
+    dtype = _coarsest(probe.q.dtype, out.dtype, weights.dtype)
+    return out.detach().cpu().double(), weights.detach().cpu().double(), dtype
 
 
 def _masked_weight(weights: torch.Tensor, mask: torch.Tensor | None) -> float:
@@ -402,9 +420,11 @@ def _renormalised(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return kept / kept.sum(dim=-1, keepdim=True)
 
 
-def _diagnose(probe: _Probe, out: torch.Tensor, weights: torch.Tensor) -> None:
-    """Raise :class:`Mistake` naming what is wrong with ``(out, weights)`` on ``probe``."""
-    dtype = probe.q.dtype
+def _diagnose(
+    probe: _Probe, out: torch.Tensor, weights: torch.Tensor, dtype: torch.dtype
+) -> None:
+    """Raise :class:`Mistake` naming what is wrong with ``(out, weights)`` on ``probe``, compared
+    at the precision of ``dtype``."""
     ref_out, ref_weights = probe.reference()
     weights_ok, out_ok = _close(weights, ref_weights, dtype), _close(out, ref_out, dtype)
     masked_weight = _masked_weight(weights, probe.mask)
@@ -452,9 +472,9 @@ def _diagnose(probe: _Probe, out: torch.Tensor, weights: torch.Tensor) -> None:
     if dtype == torch.float64 and max(diff_w, diff_o) < 1e-5:
         raise Mistake(
             "low_precision",
-            f"on float64 inputs your result matches only to float32 precision (max abs diff "
-            f"{max(diff_w, diff_o):.1g}): compute in the inputs' dtype (no `.float()`, no "
-            "float32 constant tensors)",
+            f"on float64 inputs your float64 result matches only to float32 precision (max abs "
+            f"diff {max(diff_w, diff_o):.1g}): somewhere it went through float32 (`.float()`, a "
+            "float32 constant tensor) and back. Compute in the inputs' dtype throughout",
         )
     sums = weights.sum(dim=-1)
     hints = []
@@ -482,8 +502,8 @@ def _diagnose(probe: _Probe, out: torch.Tensor, weights: torch.Tensor) -> None:
 def _run_probe(student_fn: Callable, probe: _Probe) -> None:
     """Call the student's function on one probe; raise :class:`Mistake` naming the probe."""
     try:
-        out, weights = _unpack(call(student_fn, *probe.args()), probe)
-        _diagnose(probe, out, weights)
+        out, weights, dtype = _unpack(call(student_fn, *probe.args()), probe)
+        _diagnose(probe, out, weights, dtype)
     except Mistake as mistake:
         if mistake.code == NOT_IMPLEMENTED:
             raise

@@ -47,10 +47,12 @@ MISTAKE_CODES: dict[str, str] = {
     "wrong_signature": "multi_head_attention does not accept the mask argument",
     "wrong_return_type": "not a tensor (split/merge) or not a pair (out, weights) of tensors",
     "wrong_shape": "a result of the wrong shape",
-    "wrong_dtype": "the result does not keep the input's dtype",
+    "wrong_dtype": "split/merge changed the dtype, or multi_head_attention's result is not "
+    "floating-point",
     "reshape_without_transpose": "heads and positions reshaped into each other without transpose",
     "transpose_before_reshape": "transposed (seq, d_model) first, then reshaped",
     "heads_mixing_channels": "head h took every num_heads-th feature instead of a contiguous block",
+    "scaled_values": "split/merge multiplied the entries by a factor (e.g. 1/sqrt(d_head))",
     "scaled_by_d_model": "scores divided by sqrt(d_model) instead of sqrt(d_head)",
     "missing_scaling": "scores not divided by sqrt(d_head)",
     "missing_output_projection": "the concatenated heads not multiplied by W^O",
@@ -107,6 +109,19 @@ def _distinct(*shape: int) -> torch.Tensor:
 
 def _describe(shape: tuple[int, ...], names: str) -> str:
     return "(" + ", ".join(f"{n}={s}" for n, s in zip(names.split(), shape, strict=True)) + ")"
+
+
+def _check_not_scaled(got: torch.Tensor, expected: torch.Tensor, probe: str, what: str) -> None:
+    """Raise ``scaled_values`` when ``got`` is ``expected`` times a factor other than 1."""
+    got, expected = got.double(), expected.double()
+    factor = float((got * expected).sum() / (expected * expected).sum())
+    if abs(factor - 1.0) > 1e-6 and torch.allclose(got, factor * expected, rtol=1e-6, atol=1e-6):
+        raise Mistake(
+            "scaled_values",
+            f"for {probe} every entry is where it belongs but multiplied by {factor:.4g}: "
+            f"{what} only rearranges entries, it must not scale them. The 1/√d_head scaling "
+            "belongs to the attention scores Q Kᵀ, inside the attention itself.",
+        )
 
 
 def _expect_tensor_result(result: object, what: str) -> torch.Tensor:
@@ -179,6 +194,7 @@ def check_split_heads(student_fn: Callable) -> str:
         for code, prediction in split_catalogue(x, num_heads):
             if not torch.equal(prediction, expected) and torch.equal(got, prediction):
                 raise Mistake(code, f"for {probe}: {_LAYOUT[code]}.")
+        _check_not_scaled(got, expected, probe, "split_heads")
         raise Mistake(
             "wrong_values",
             f"for {probe} the shape is right but the entries are not where they belong: "
@@ -249,6 +265,7 @@ def check_merge_heads(student_fn: Callable) -> str:
         for code, prediction in merge_catalogue(x):
             if not torch.equal(prediction, expected) and torch.equal(got, prediction):
                 raise Mistake(code, f"for {probe}: {_MERGE_LAYOUT[code]}.")
+        _check_not_scaled(got, expected, probe, "merge_heads")
         raise Mistake(
             "wrong_values",
             f"for {probe} the shape is right but the entries are not where they belong: "
@@ -435,7 +452,20 @@ def mha_probes() -> list[MHAProbe]:
     ]
 
 
-_TOLERANCES = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-7, 1e-9)}
+# multi_head_attention's results are compared at the tolerances of the coarser of x's and the
+# result's dtype: any floating result is accepted (computing in float64, or filling float32
+# buffers, is right), at the precision it carries.
+_TOLERANCES = {
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (3e-2, 1e-2),
+    torch.float32: (1e-4, 1e-5),
+    torch.float64: (1e-7, 1e-9),
+}
+
+
+def _coarsest(*dtypes: torch.dtype) -> torch.dtype:
+    """The least precise of the given floating dtypes (the one with the largest eps)."""
+    return max(dtypes, key=lambda dtype: torch.finfo(dtype).eps)
 
 
 def _close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> bool:
@@ -445,7 +475,10 @@ def _close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> 
     )
 
 
-def _unpack_mha(result: object, probe: MHAProbe) -> tuple[torch.Tensor, torch.Tensor]:
+def _unpack_mha(
+    result: object, probe: MHAProbe
+) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """``(out, weights)`` as float64 and the dtype whose precision they are compared at."""
     batch, seq, d_model = probe.x.shape
     heads = probe.num_heads
     if isinstance(result, torch.Tensor):
@@ -488,13 +521,14 @@ def _unpack_mha(result: object, probe: MHAProbe) -> tuple[torch.Tensor, torch.Te
             f"{(batch, heads, seq, seq)}, got {tuple(weights.shape)}.{hint}",
         )
     for name, value in (("out", out), ("weights", weights)):
-        if value.dtype != probe.x.dtype:
+        if not value.is_floating_point():
             raise Mistake(
                 "wrong_dtype",
-                f"{where}: {name} has dtype {value.dtype} but x is {probe.x.dtype}: keep the "
-                "inputs' dtype",
+                f"{where}: {name} has dtype {value.dtype} but should be floating-point like x "
+                f"({probe.x.dtype})",
             )
-    return out.detach().cpu().double(), weights.detach().cpu().double()
+    dtype = _coarsest(probe.x.dtype, out.dtype, weights.dtype)
+    return out.detach().cpu().double(), weights.detach().cpu().double(), dtype
 
 
 def _check_mha_probe(student_fn: Callable, probe: MHAProbe) -> None:
@@ -505,17 +539,17 @@ def _check_mha_probe(student_fn: Callable, probe: MHAProbe) -> None:
         if isinstance(weights, torch.Tensor) and tuple(weights.shape) == (batch, seq, seq):
             ref_weights = probe.reference()[1]
             averaged = ref_weights.mean(dim=1)  # (batch, seq, seq)
-            if probe.num_heads > 1 and _close(weights.detach().cpu().double(), averaged,
-                                              probe.x.dtype):
+            dtype = _coarsest(probe.x.dtype, weights.dtype) if weights.is_floating_point() \
+                else probe.x.dtype
+            if probe.num_heads > 1 and _close(weights.detach().cpu().double(), averaged, dtype):
                 raise Mistake(
                     "weights_averaged",
                     f"on {probe.describe()}: the weights are averaged over the heads "
                     "(what nn.MultiheadAttention returns by default). Return the per-head "
                     "weights, shape (batch, heads, seq, seq): each head has its own map.",
                 )
-    out, weights = _unpack_mha(result, probe)
+    out, weights, dtype = _unpack_mha(result, probe)
     ref_out, ref_weights = probe.reference()
-    dtype = probe.x.dtype
     if _close(out, ref_out, dtype) and _close(weights, ref_weights, dtype):
         return
     if not (torch.isfinite(out).all() and torch.isfinite(weights).all()):
