@@ -8,6 +8,7 @@ derives it:
 - :mod:`lectures_lib.positional`: positional encodings;
 - :mod:`lectures_lib.transformer`: encoder and decoder layers, the seq2seq Transformer;
 - :mod:`lectures_lib.decoding`: greedy and beam search;
+- :mod:`lectures_lib.variants`: local, stride and global masks; local and linear attention;
 - :mod:`lectures_lib.data`: the synthetic toy tasks;
 - :mod:`lectures_lib.training`: the training loop and its history;
 - :mod:`lectures_lib.plotting`: attention maps, masks, curves;
