@@ -1,0 +1,408 @@
+r"""Autoregressive decoding: greedy search, beam search, and how to score what they produce.
+
+Derived in ``05_transformer_decoder.ipynb``.
+
+An autoregressive (自回归) decoder produces its output one token at a time: it starts from
+BEGIN (``<bos>``), reads everything it has produced so far, and predicts a distribution over
+the next token, until it emits END (``<eos>``) or reaches a length limit. The functions here need
+only the two methods of :class:`lectures_lib.transformer.Transformer` that split a forward pass
+into its halves:
+
+* ``model.encode(src) -> memory`` ``(batch, n_src, d_model)``, run **once** per source;
+* ``model.decode(tgt, memory, src=src) -> logits`` ``(batch, n_tgt, vocab)``, run once per step
+  on the prefix produced so far (only the last position's logits are used).
+
+Every sequence of a batch is decoded at the same time; a sequence that has emitted END is
+*finished*: from then on it receives ``<pad>`` tokens, which change neither its score nor the
+other sequences. Returned sequences start *after* BEGIN, contain END when the model emitted it,
+and are padded with ``pad_id`` after it: the same layout as ``tgt_out`` in
+:mod:`lectures_lib.data.translation`.
+
+For clarity each step recomputes the decoder over the whole prefix (O(n²) decoder work for n
+output tokens). Production decoders cache the keys and values of earlier positions instead;
+for the course's outputs of a few tokens the difference does not matter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from .utils import check_positive_int, check_tensor
+
+__all__ = [
+    "greedy_decode",
+    "beam_search",
+    "sequence_log_prob",
+    "exact_match",
+    "sentence_bleu",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_model(model: object) -> None:
+    for method in ("encode", "decode"):
+        if not callable(getattr(model, method, None)):
+            raise TypeError(
+                f"model must have an `{method}` method (like "
+                f"lectures_lib.transformer.Transformer), got {type(model).__name__}"
+            )
+
+
+def _check_ids(bos_id: int, eos_id: int, pad_id: int) -> None:
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("pad_id", pad_id)):
+        check_positive_int(value, name, allow_zero=True)
+    if len({bos_id, eos_id, pad_id}) != 3:
+        raise ValueError(
+            f"bos_id, eos_id and pad_id must be three different tokens, got {bos_id}, {eos_id}, "
+            f"{pad_id}"
+        )
+
+
+def _check_src(src: object) -> torch.Tensor:
+    check_tensor(src, "src", ndim=2, dtype="integer")
+    if src.shape[0] == 0 or src.shape[1] == 0:
+        raise ValueError(
+            f"src must hold at least one token per sequence, got shape {tuple(src.shape)}"
+        )
+    return src
+
+
+def _next_log_probs(
+    model, tokens: torch.Tensor, memory: torch.Tensor, src: torch.Tensor, ids: tuple[int, ...]
+) -> torch.Tensor:
+    """Log-probabilities of the token after ``tokens`` ``(batch, t)``: ``(batch, vocab)``."""
+    logits = model.decode(tokens, memory, src=src)  # (batch, t, vocab)
+    shape_ok = isinstance(logits, torch.Tensor) and logits.dim() == 3
+    if not shape_ok or logits.shape[:2] != tokens.shape:
+        got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise ValueError(
+            f"model.decode must return logits of shape (batch, n_tgt, vocab) = "
+            f"({tokens.shape[0]}, {tokens.shape[1]}, vocab), got {got}"
+        )
+    if max(ids) >= logits.shape[-1]:
+        raise ValueError(
+            f"bos_id, eos_id and pad_id must be < the vocabulary size {logits.shape[-1]}, got {ids}"
+        )
+    return torch.log_softmax(logits[:, -1].float(), dim=-1)  # (batch, vocab)
+
+
+class _EvalMode:
+    """Context manager: the model in eval mode (no dropout) while decoding, then restored."""
+
+    def __init__(self, model) -> None:
+        self.model = model if isinstance(model, nn.Module) else None
+
+    def __enter__(self) -> None:
+        if self.model is not None:
+            self.was_training = self.model.training
+            self.model.eval()
+
+    def __exit__(self, *exc) -> None:
+        if self.model is not None:
+            self.model.train(self.was_training)
+
+
+# ---------------------------------------------------------------------------------------------
+# Greedy decoding
+# ---------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def greedy_decode(
+    model,
+    src: torch.Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    *,
+    return_scores: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    r"""Decode every source of the batch by taking the most likely token at each step.
+
+    .. math:: y_t = \arg\max_{w} P(w \mid y_{<t}, x), \qquad y_0 = \text{BEGIN}
+
+    Args:
+        model: has ``encode(src)`` and ``decode(tgt, memory, src=src)`` (see the module docstring).
+        src: source token ids ``(batch, n_src)``, padded with ``pad_id``.
+        max_len: the most tokens to generate per sequence, END included.
+        bos_id, eos_id, pad_id: the BEGIN, END and padding token ids.
+        return_scores: also return the log-probability :math:`\sum_t \log P(y_t \mid y_{<t}, x)`
+            of each output (END included).
+
+    Returns:
+        ``(batch, n_out)`` token ids with ``n_out <= max_len``: BEGIN dropped, END kept, ``pad_id``
+        after END. Decoding stops early once every sequence has emitted END. With
+        ``return_scores``: ``(tokens, scores)``, ``scores`` ``(batch,)``.
+    """
+    _check_model(model)
+    _check_src(src)
+    max_len = check_positive_int(max_len, "max_len")
+    _check_ids(bos_id, eos_id, pad_id)
+    batch = src.shape[0]
+    with _EvalMode(model):
+        memory = model.encode(src)  # (batch, n_src, d_model): the encoder runs once
+        tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)  # BEGIN
+        finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        scores = torch.zeros(batch, device=src.device)
+        for _ in range(max_len):
+            log_probs = _next_log_probs(model, tokens, memory, src, (bos_id, eos_id, pad_id))
+            next_token = log_probs.argmax(dim=-1)  # (batch,)
+            next_token = next_token.masked_fill(finished, pad_id)  # finished: pad, at no cost
+            token_log_prob = log_probs.gather(1, next_token[:, None]).squeeze(1)  # (batch,)
+            scores = scores + token_log_prob.masked_fill(finished, 0.0)
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (batch, t + 1)
+            finished = finished | (next_token == eos_id)
+            if bool(finished.all()):
+                break
+    output = tokens[:, 1:]  # (batch, n_out): drop BEGIN
+    return (output, scores) if return_scores else output
+
+
+# ---------------------------------------------------------------------------------------------
+# Beam search
+# ---------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def beam_search(
+    model,
+    src: torch.Tensor,
+    beam_width: int,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    length_penalty: float = 0.0,
+    *,
+    return_scores: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    r"""Keep the ``beam_width`` most probable prefixes at every step instead of only the best one.
+
+    Each step extends every kept prefix (hypothesis) by every token, scores the extensions by
+    their total log-probability :math:`\sum_t \log P(y_t \mid y_{<t}, x)`, and keeps the
+    ``beam_width`` best of them per source. Greedy decoding is the case ``beam_width = 1``.
+
+    A hypothesis that has emitted END is *finished*: it keeps its slot in the beam with an
+    unchanged score (it may only be continued by ``<pad>``, at no cost), so it competes with the
+    still-growing ones, whose score can only decrease. The search stops when every hypothesis of
+    every source has finished, or after ``max_len`` tokens. The output is the hypothesis with the
+    best ``score / length ** length_penalty`` (``length`` = generated tokens, END included):
+    ``length_penalty = 0`` picks the most probable sequence, larger values favour longer ones
+    (raw log-probabilities favour short outputs; Wu et al. 2016 use a similar normalisation).
+    The penalty is applied to the final choice only, not to the pruning during the search.
+
+    Args:
+        model, src, max_len, bos_id, eos_id, pad_id, return_scores: as in :func:`greedy_decode`.
+        beam_width: number of hypotheses kept per source (>= 1).
+        length_penalty: exponent of the length normalisation of the final choice (>= 0).
+
+    Returns:
+        ``(batch, n_out)`` token ids laid out as in :func:`greedy_decode` (end columns that hold
+        only padding are dropped); with ``return_scores`` also the total log-probability
+        ``(batch,)`` of each returned sequence (not normalised).
+    """
+    _check_model(model)
+    _check_src(src)
+    beam_width = check_positive_int(beam_width, "beam_width")
+    max_len = check_positive_int(max_len, "max_len")
+    _check_ids(bos_id, eos_id, pad_id)
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
+        raise TypeError(f"length_penalty must be a number, got {type(length_penalty).__name__}")
+    if not (length_penalty >= 0 and math.isfinite(length_penalty)):
+        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty}")
+    batch, device = src.shape[0], src.device
+    with _EvalMode(model):
+        memory = model.encode(src)  # (batch, n_src, d_model)
+        # Every hypothesis needs its own copy of its source: rows b*beam ... b*beam + beam - 1.
+        memory = memory.repeat_interleave(beam_width, dim=0)  # (batch * beam, n_src, d_model)
+        beam_src = src.repeat_interleave(beam_width, dim=0)  # (batch * beam, n_src)
+        tokens = torch.full((batch * beam_width, 1), bos_id, dtype=torch.long, device=device)
+        # At the start all hypotheses are the same "BEGIN": keep only one alive (score 0),
+        # or the first step would fill the beam with beam_width copies of the same extension.
+        scores = torch.full((batch, beam_width), -math.inf, device=device)
+        scores[:, 0] = 0.0  # (batch, beam)
+        finished = torch.zeros(batch, beam_width, dtype=torch.bool, device=device)
+        lengths = torch.zeros(batch, beam_width, dtype=torch.long, device=device)
+        offsets = torch.arange(batch, device=device)[:, None] * beam_width  # (batch, 1)
+        for _ in range(max_len):
+            log_probs = _next_log_probs(model, tokens, memory, beam_src, (bos_id, eos_id, pad_id))
+            vocab = log_probs.shape[-1]
+            log_probs = log_probs.view(batch, beam_width, vocab)  # (batch, beam, vocab)
+            # A finished hypothesis has exactly one continuation, <pad>, with log-probability 0.
+            pad_only = torch.full((vocab,), -math.inf, device=device)
+            pad_only[pad_id] = 0.0
+            log_probs = torch.where(finished[..., None], pad_only, log_probs)
+            candidates = scores[..., None] + log_probs  # (batch, beam, vocab)
+            # the beam_width best of all beam * vocab extensions of each source:
+            scores, flat_index = candidates.view(batch, -1).topk(beam_width, dim=-1)  # (batch,beam)
+            parent = flat_index // vocab  # (batch, beam): which hypothesis was extended
+            next_token = flat_index % vocab  # (batch, beam): by which token
+            rows = (parent + offsets).view(-1)  # (batch * beam,) rows of the parents
+            tokens = torch.cat([tokens[rows], next_token.view(-1, 1)], dim=1)  # (batch*beam, t+1)
+            was_finished = finished.gather(1, parent)  # (batch, beam)
+            lengths = lengths.gather(1, parent) + (~was_finished).long()
+            # A hypothesis of probability 0 (only when the beam is wider than the choices) is dead.
+            finished = was_finished | (next_token == eos_id) | (scores == -math.inf)
+            if bool(finished.all()):
+                break
+        normalised = scores / lengths.clamp(min=1).float() ** length_penalty  # (batch, beam)
+        best = normalised.argmax(dim=-1)  # (batch,)
+    hypotheses = tokens[:, 1:].view(batch, beam_width, -1)  # (batch, beam, n_out): drop BEGIN
+    output = hypotheses[torch.arange(batch, device=device), best]  # (batch, n_out)
+    # Other hypotheses may have run longer than the chosen ones: drop all-padding end columns.
+    used = (output != pad_id).any(dim=0).nonzero()  # columns where some output has a token
+    output = output[:, : int(used.max()) + 1] if len(used) else output[:, :1]
+    best_scores = scores.gather(1, best[:, None]).squeeze(1)  # (batch,)
+    return (output, best_scores) if return_scores else output
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring outputs
+# ---------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def sequence_log_prob(
+    model, src: torch.Tensor, output: torch.Tensor, bos_id: int, eos_id: int, pad_id: int
+) -> torch.Tensor:
+    r"""Total log-probability :math:`\sum_t \log P(y_t \mid y_{<t}, x)` of given outputs.
+
+    ``output`` ``(batch, n_out)`` is laid out like the decoders' results (no BEGIN; END, then
+    ``pad_id``). One teacher-forced pass: the decoder reads BEGIN + ``output[:, :-1]``. Tokens
+    after the first END, and padding, are not counted. Returns ``(batch,)``.
+    """
+    _check_model(model)
+    _check_src(src)
+    check_tensor(output, "output", ndim=2, dtype="integer")
+    _check_ids(bos_id, eos_id, pad_id)
+    if output.shape[0] != src.shape[0] or output.shape[1] == 0:
+        raise ValueError(
+            f"output must have shape (batch={src.shape[0]}, n_out >= 1), got {tuple(output.shape)}"
+        )
+    counted = _real_tokens(output, eos_id, pad_id)  # (batch, n_out) bool
+    # BEGIN + output[:, :-1]; what follows END cannot change earlier positions (causal mask).
+    decoder_input = torch.cat([torch.full_like(output[:, :1], bos_id), output[:, :-1]], dim=1)
+    with _EvalMode(model):
+        logits = model.decode(decoder_input, model.encode(src), src=src)  # (batch, n_out, vocab)
+    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    token_log_probs = log_probs.gather(-1, output[..., None]).squeeze(-1)  # (batch, n_out)
+    return token_log_probs.masked_fill(~counted, 0.0).sum(dim=-1)
+
+
+def _real_tokens(sequences: torch.Tensor, eos_id: int, pad_id: int) -> torch.Tensor:
+    """Bool ``(batch, n)``: True up to and including the first END; padding never counts."""
+    is_eos = sequences == eos_id
+    eos_before = (is_eos.long().cumsum(dim=1) - is_eos.long()) > 0  # an END came earlier
+    return ~eos_before & (sequences != pad_id)
+
+
+def _as_token_lists(sequences, name: str) -> list[list]:
+    if isinstance(sequences, torch.Tensor):
+        check_tensor(sequences, name, ndim=2)
+        return sequences.tolist()
+    if not isinstance(sequences, Sequence) or isinstance(sequences, str):
+        raise TypeError(
+            f"{name} must be a 2-D tensor or a list of sequences, got {type(sequences).__name__}"
+        )
+    rows = []
+    for row in sequences:
+        if isinstance(row, torch.Tensor):
+            check_tensor(row, f"each row of {name}", ndim=1)
+            row = row.tolist()
+        elif isinstance(row, str) or not isinstance(row, Sequence):
+            raise TypeError(
+                f"each row of {name} must be a sequence of tokens, got {type(row).__name__}"
+            )
+        rows.append(list(row))
+    return rows
+
+
+def _trim(row: list, eos_id, pad_id) -> list:
+    if eos_id is not None and eos_id in row:
+        row = row[: row.index(eos_id) + 1]  # keep END: stopping is part of the output
+    while row and pad_id is not None and row[-1] == pad_id:
+        row = row[:-1]
+    return row
+
+
+def exact_match(
+    predictions, targets, *, eos_id: int | None = None, pad_id: int | None = 0, reduce: bool = True
+) -> float | torch.Tensor:
+    """Fraction of outputs equal to their target, token for token (END included).
+
+    ``predictions`` and ``targets``: 2-D tensors (of possibly different widths) or lists of token
+    sequences, one row per example. Trailing ``pad_id`` are ignored; with ``eos_id`` everything
+    after the first END is ignored too (END itself counts: an output that never stops is wrong).
+    ``reduce=False`` returns a bool tensor ``(n_examples,)`` instead of the fraction.
+    """
+    predicted_rows = _as_token_lists(predictions, "predictions")
+    target_rows = _as_token_lists(targets, "targets")
+    if len(predicted_rows) != len(target_rows):
+        raise ValueError(
+            f"predictions and targets must have the same number of rows, got "
+            f"{len(predicted_rows)} and {len(target_rows)}"
+        )
+    if not target_rows:
+        raise ValueError("exact_match needs at least one example, got none")
+    matches = torch.tensor(
+        [
+            _trim(predicted, eos_id, pad_id) == _trim(target, eos_id, pad_id)
+            for predicted, target in zip(predicted_rows, target_rows, strict=True)
+        ]
+    )
+    return matches.float().mean().item() if reduce else matches
+
+
+# ---------------------------------------------------------------------------------------------
+# BLEU
+# ---------------------------------------------------------------------------------------------
+
+
+def _ngrams(tokens: Sequence, n: int) -> Counter:
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
+def sentence_bleu(
+    candidate: Sequence, reference: Sequence, max_n: int = 4, smooth: bool = True
+) -> float:
+    r"""BLEU of one candidate against one reference (Papineni et al. 2002), in [0, 1].
+
+    .. math::
+        \text{BLEU} = \text{BP} \cdot \exp\Big(\frac{1}{N}\sum_{n=1}^{N} \log p_n\Big), \qquad
+        \text{BP} = \min\big(1,\; e^{\,1 - |r| / |c|}\big)
+
+    where :math:`p_n` is the *clipped* n-gram precision: each candidate n-gram counts at most as
+    often as it occurs in the reference. ``smooth=True`` adds one to the numerator and
+    denominator of :math:`p_n` for ``n > 1`` ("add-one" smoothing, Lin & Och 2004), so one
+    missing 4-gram in a short sentence does not make the score 0. Tokens can be anything
+    hashable (strings or ids); strip BEGIN/END/padding first.
+    """
+    max_n = check_positive_int(max_n, "max_n")
+    for name, tokens in (("candidate", candidate), ("reference", reference)):
+        if isinstance(tokens, (str, torch.Tensor)) or not isinstance(tokens, Sequence):
+            raise TypeError(f"{name} must be a list of tokens, got {type(tokens).__name__}")
+    candidate, reference = list(candidate), list(reference)
+    if not candidate or not reference:
+        return 0.0
+    log_precision = 0.0
+    for n in range(1, max_n + 1):
+        candidate_ngrams, reference_ngrams = _ngrams(candidate, n), _ngrams(reference, n)
+        matched = sum(min(count, reference_ngrams[g]) for g, count in candidate_ngrams.items())
+        total = sum(candidate_ngrams.values())
+        if smooth and n > 1:
+            matched, total = matched + 1, total + 1
+        if matched == 0:
+            return 0.0
+        log_precision += math.log(matched / total) / max_n
+    brevity_penalty = min(1.0, math.exp(1 - len(reference) / len(candidate)))
+    return brevity_penalty * math.exp(log_precision)
