@@ -78,6 +78,14 @@ def _check_dropout_p(dropout_p: object, name: str = "dropout_p") -> float:
     return float(dropout_p)
 
 
+def _padding_hint(scores_ndim: int) -> str:
+    if scores_ndim == 4:  # (batch, heads, n_q, n_k)
+        return "A key-padding mask (batch, n_keys) needs shape (batch, 1, 1, n_keys): key_padding_mask()."
+    if scores_ndim == 3:  # (batch, n_q, n_k): single-head attention
+        return "A key-padding mask (batch, n_keys) needs shape (batch, 1, n_keys): key_padding_mask(...)[:, 0]."
+    return ""
+
+
 def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
     """Validate a boolean attention mask against the shape of the scores it will mask.
 
@@ -104,8 +112,7 @@ def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torc
             raise ValueError(
                 f"mask with shape {tuple(mask.shape)} does not fit attention scores of shape "
                 f"{scores_shape}: each mask dimension (aligned from the right) must equal the "
-                "score dimension or be 1. A key-padding mask of shape (batch, n_keys) needs "
-                "shape (batch, 1, 1, n_keys): see key_padding_mask()."
+                "score dimension or be 1. " + _padding_hint(len(scores_shape))
             )
     return mask
 

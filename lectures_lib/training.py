@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm  # plain text bar: works in a terminal and in a stored notebook
 
-from .utils import check_positive_int, get_device
+from .utils import check_positive_int, check_tensor, get_device
 
 __all__ = ["History", "accuracy", "cross_entropy", "evaluate", "fit", "default_forward"]
 
@@ -83,6 +83,8 @@ def default_forward(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch
 def _check_data(data: Batch, name: str) -> None:
     if not isinstance(data, (tuple, list)) or len(data) < 2:
         raise TypeError(f"{name} must be a tuple of tensors (inputs..., targets), got {type(data).__name__}")
+    for index, item in enumerate(data):
+        check_tensor(item, f"{name}[{index}]")
     sizes = {t.shape[0] for t in data}
     if len(sizes) != 1:
         shapes = [tuple(t.shape) for t in data]
@@ -168,11 +170,11 @@ def fit(
             count = (
                 int((targets != ignore_index).sum()) if ignore_index is not None else targets.numel()
             )
-            epoch_loss += loss.item() * len(idx)
+            epoch_loss += loss.item() * count  # the loss is a mean over the counted targets
             correct += accuracy(logits.detach(), targets, ignore_index) * count
             total += count
             history.step_loss.append(loss.item())
-        history.loss.append(epoch_loss / n)
+        history.loss.append(epoch_loss / max(total, 1))  # mean over every counted target
         history.train_accuracy.append(correct / max(total, 1))
         postfix = {"loss": f"{history.loss[-1]:.3f}", "acc": f"{history.train_accuracy[-1]:.3f}"}
         if eval_data is not None:

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention, causal_mask, check_mask
+from .attention import MultiHeadAttention, _check_dropout_p, causal_mask, check_mask
 from .positional import SinusoidalEncoding
 from .utils import check_positive_int, check_tensor
 
@@ -70,14 +70,6 @@ def _activation_name(activation: object) -> str:
         "activation must be 'relu' or 'gelu' (or F.relu / torch.relu / F.gelu / nn.ReLU() / "
         f"nn.GELU()), got {activation!r}"
     )
-
-
-def _check_dropout(dropout: object) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
-        raise TypeError(f"dropout must be a float in [0, 1), got {type(dropout).__name__}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-    return float(dropout)
 
 
 def _check_sequence(x: object, name: str, d_model: int) -> torch.Tensor:
@@ -203,7 +195,7 @@ class FeedForward(nn.Module):
         self.d_ff = check_positive_int(d_ff, "d_ff")
         self.activation = _activation_name(activation)
         self.linear1 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # W_1: d_model -> d_ff
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(_check_dropout_p(dropout, "dropout"))
         self.linear2 = nn.Linear(self.d_ff, self.d_model, bias=bias)  # W_2: d_ff -> d_model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -305,7 +297,7 @@ class EncoderLayer(nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        dropout = _check_dropout(dropout)
+        dropout = _check_dropout_p(dropout, "dropout")
         self.d_model = check_positive_int(d_model, "d_model")
         self.norm_first = bool(norm_first)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
@@ -396,7 +388,7 @@ class DecoderLayer(nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        dropout = _check_dropout(dropout)
+        dropout = _check_dropout_p(dropout, "dropout")
         self.d_model = check_positive_int(d_model, "d_model")
         self.norm_first = bool(norm_first)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
@@ -677,7 +669,7 @@ class TokenEmbedding(nn.Module):
         self.pad_id = pad_id
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
         self.positional = SinusoidalEncoding(d_model, max_len)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(_check_dropout_p(dropout, "dropout"))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

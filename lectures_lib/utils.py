@@ -16,7 +16,6 @@ __all__ = [
     "seed_everything",
     "get_device",
     "check_tensor",
-    "check_same_last_dim",
     "check_positive_int",
 ]
 
@@ -35,7 +34,6 @@ def seed_everything(seed: int = 0, num_threads: int | None = 1) -> int:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
     if num_threads is not None:
         check_positive_int(num_threads, "num_threads")
         torch.set_num_threads(num_threads)
@@ -103,15 +101,6 @@ def check_tensor(
             pretty = "(" + ", ".join("*" if e is None else str(e) for e in expected_shape) + ")"
             raise ValueError(f"{name} must have shape {pretty}, got {tuple(x.shape)}")
     return x
-
-
-def check_same_last_dim(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:
-    """Raise unless ``a`` and ``b`` agree in their feature (last) dimension."""
-    if a.shape[-1] != b.shape[-1]:
-        raise ValueError(
-            f"{name_a} and {name_b} must have the same last dimension, got "
-            f"{name_a} {tuple(a.shape)} and {name_b} {tuple(b.shape)}"
-        )
 
 
 def check_positive_int(value: object, name: str, *, allow_zero: bool = False) -> int:

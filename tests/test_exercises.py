@@ -541,8 +541,7 @@ def test_real_solutions_pass_their_checkers(path):
 
 
 def test_cli_releases_the_real_notebooks(tmp_path, capsys):
-    if not _real_notebooks():
-        pytest.skip("no notebooks yet")
+    assert _real_notebooks(), "notebooks/ holds no notebook"
     code, _, err = _main(capsys, "release", NOTEBOOKS, tmp_path)
     assert code == 0, err
     for path in _real_notebooks():

@@ -95,7 +95,7 @@ def _layer_norm_mistakes(x, gamma, beta, eps):
         ),
         (
             "std_not_variance",
-            "you divided by sqrt(std + eps) or by the variance: divide by the standard deviation "
+            "you divided by sqrt(std + eps): divide by the standard deviation "
             "sqrt(variance + eps).",
             gamma * (x - x.mean(-1, keepdim=True))
             / torch.sqrt(x.std(-1, unbiased=False, keepdim=True) + eps) + beta,

@@ -313,7 +313,6 @@ def make_translation_data(
     test_numbers = shuffled[:n_test]
     train_numbers = single_words + shuffled[n_test : n_test + n_train - len(single_words)]
     order = test_numbers + train_numbers
-    assert not set(test_numbers) & set(train_numbers), "train and test numbers must be disjoint"
 
     words_vocab, digits_vocab = Vocab(WORDS), Vocab(DIGITS)
     if direction == "words_to_digits":
