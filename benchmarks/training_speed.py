@@ -34,6 +34,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
 from lectures_lib import seed_everything  # noqa: E402
+from lectures_lib.data.sequences import sequence_task_splits  # noqa: E402
 from lectures_lib.data.translation import (  # noqa: E402
     BOS_ID,
     EOS_ID,
@@ -126,12 +127,8 @@ def translation(device: torch.device, verbose: bool) -> Result:
                        train_one_epoch, greedy_exact_match, verbose)
 
 
-def reverse(device: torch.device, verbose: bool) -> Result | None:
+def reverse(device: torch.device, verbose: bool) -> Result:
     """The recipe of ``04_transformer_encoder.ipynb``, section 9 (Post-LN), as ``fit`` runs it."""
-    try:
-        from lectures_lib.data import sequence_task_splits
-    except ImportError:  # section 04's data not there yet
-        return None
     epochs, batch_size, lr, target = 5, 64, 3e-3, 0.99
     seq_len, vocab_size = 10, 10
     train_data, test_data = sequence_task_splits("reverse", 3000, 1000, seq_len, vocab_size, seed=0)
@@ -180,11 +177,7 @@ def main(argv: list[str] | None = None) -> list[Result]:
     runners = {"translation": translation, "reverse": reverse}
     results = []
     for task in args.tasks:
-        result = runners[task](device, not args.quiet)
-        if result is None:
-            print(f"{task}: skipped (its data module is not available)", file=sys.stderr)
-            continue
-        results.append(result)
+        results.append(runners[task](device, not args.quiet))
 
     print(f"torch {torch.__version__}, {platform.machine()}, device {device}, "
           f"{torch.get_num_threads()} thread(s)")

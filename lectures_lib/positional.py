@@ -44,8 +44,10 @@ BASE = 10000.0  # the paper's base: wavelengths run from 2*pi to 10000 * 2*pi
 
 
 def _check_base(base: object) -> float:
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
-        raise ValueError(f"base must be a number > 1, got {base!r}")
+    if isinstance(base, bool) or not isinstance(base, (int, float)):
+        raise TypeError(f"base must be a number, got {type(base).__name__} ({base!r})")
+    if not base > 1:
+        raise ValueError(f"base must be > 1, got {base!r}")
     return float(base)
 
 

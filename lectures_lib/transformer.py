@@ -549,7 +549,7 @@ class Encoder(nn.Module):
     def attention_maps(self) -> torch.Tensor:
         """Self-attention weights of the last ``need_weights=True`` call: ``(layers, batch,
         heads, n, n)``."""
-        return _stack_maps([layer.last_attention for layer in self.layers], "forward")
+        return _stack_maps([layer.last_attention for layer in self.layers])
 
 
 class Decoder(nn.Module):
@@ -586,15 +586,15 @@ class Decoder(nn.Module):
         """``{"self": (layers, batch, heads, n_tgt, n_tgt), "cross": (layers, batch, heads,
         n_tgt, n_src)}`` from the last ``need_weights=True`` call."""
         return {
-            "self": _stack_maps([layer.last_attention for layer in self.layers], "forward"),
-            "cross": _stack_maps([layer.last_cross_attention for layer in self.layers], "forward"),
+            "self": _stack_maps([layer.last_attention for layer in self.layers]),
+            "cross": _stack_maps([layer.last_cross_attention for layer in self.layers]),
         }
 
 
-def _stack_maps(maps: list[torch.Tensor | None], call: str) -> torch.Tensor:
+def _stack_maps(maps: list[torch.Tensor | None]) -> torch.Tensor:
     if any(m is None for m in maps):
         raise RuntimeError(
-            f"no attention weights stored: call {call}(..., need_weights=True) first"
+            "no attention weights stored: call forward(..., need_weights=True) first"
         )
     return torch.stack(maps)  # (layers, batch, heads, n_q, n_k)
 

@@ -92,8 +92,10 @@ def test_sinusoidal_rejects_bad_sizes(args, error, words):
 
 
 def test_sinusoidal_rejects_bad_base():
-    with pytest.raises(ValueError, match="base must be a number > 1"):
+    with pytest.raises(ValueError, match="base must be > 1, got 1.0"):
         sinusoidal_encoding(3, 4, base=1.0)
+    with pytest.raises(TypeError, match="base must be a number, got str"):
+        sinusoidal_encoding(3, 4, base="10000")
 
 
 def test_shift_is_a_fixed_rotation_and_dot_products_depend_on_offset_only():
