@@ -195,8 +195,9 @@ def check_sublayer_connection(student_fn) -> str:
         "residual_missing": "the residual connection is missing: add the input x back, "
         "Y = X + H(X).",
         "norm_missing": "the LayerNorm is missing: call norm(...) once.",
-        "norm_on_output": "in Pre-LN the LayerNorm goes on the sub-layer's *input*: "
-        "x + sublayer(norm(x)), not x + norm(sublayer(x)).",
+        "norm_on_output": "you normalised the sub-layer's output only, x + norm(sublayer(x)): "
+        "Post-LN normalises the sum, norm(x + sublayer(x)); Pre-LN the sub-layer's input, "
+        "x + sublayer(norm(x)).",
         "norm_twice": "you applied the LayerNorm both before and after: Post-LN normalises the "
         "sum only, Pre-LN the sub-layer's input only.",
     }
