@@ -53,14 +53,29 @@ def _trimmed(nb):
     return trimmed
 
 
-def _nbgrader(*args, cwd):
+def _env():
     # nbgrader runs the `alembic` command of its environment: put that on PATH, as an
     # activated virtual environment would.
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, f"nbgrader {args[0]} failed:\n{result.stdout}\n{result.stderr}"
-    return result.stdout + result.stderr
+    return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def _nbgrader(*args, cwd):
+    return _nbgrader_together([args], cwd)[0]
+
+
+def _nbgrader_together(commands, cwd):
+    """Run nbgrader commands side by side (each starts its kernels: mostly waiting)."""
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for args in commands
+    ]
+    logs = []
+    for args, process in zip(commands, processes):
+        output, _ = process.communicate(timeout=900)
+        assert process.returncode == 0, f"nbgrader {args[0]} failed:\n{output}"
+        logs.append(output)
+    return logs
 
 
 @pytest.fixture(scope="module")
@@ -90,14 +105,15 @@ def course(tmp_path_factory):
                 submitted.cells[solution].source = release_notebook(
                     original, stem).cells[solution].source  # back to NotImplementedError
             nbformat.write(submitted, folder / f"{stem}.ipynb")
-    for student in (STUDENT, WRONG_STUDENT):
-        log += _nbgrader("autograde", ASSIGNMENT, "--create", "--force", "--student", student,
-                         cwd=root)
-    return root, originals, log
+    paths = [str(root / "release" / ASSIGNMENT / f"{stem}.ipynb") for stem in originals]
+    *autograded, validated = _nbgrader_together(
+        [("autograde", ASSIGNMENT, "--create", "--force", "--student", student)
+         for student in (STUDENT, WRONG_STUDENT)] + [("validate", *paths)], cwd=root)
+    return root, originals, log + "".join(autograded), validated
 
 
 def test_generate_assignment_releases_every_notebook(course):
-    root, originals, log = course
+    root, originals, log, _ = course
     assert "Solution region detected in a non-solution cell" not in log
     for stem in originals:
         released = nbformat.read(root / "release" / ASSIGNMENT / f"{stem}.ipynb", as_version=4)
@@ -110,19 +126,16 @@ def test_validate_runs_every_student_version(course):
     """No metadata error; every student version runs and fails its tests (nothing solved yet).
 
     (The solution versions passing their tests is what the autograde test below shows.)"""
-    root, originals, _ = course
-    paths = [str(root / "release" / ASSIGNMENT / f"{stem}.ipynb") for stem in originals]
-    log = _nbgrader("validate", *paths, cwd=root)
+    _, originals, _, log = course
     assert "ValidationError" not in log and "is not marked" not in log, log
-    assert log.count("VALIDATION FAILED") == len(paths), log
-    assert "NotImplementedError" in log
+    assert log.count("VALIDATION FAILED") == len(originals), log
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_autograde_scores(course, path):
     from nbgrader.api import Gradebook
 
-    root, originals, _ = course
+    root, originals, _, _ = course
     exercises = find_exercises(originals[path.stem])
     automatic = sum(e.points for e in exercises if e.tests)
     first_code = next(e for e in exercises if e.tests)
