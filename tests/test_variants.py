@@ -104,7 +104,7 @@ def test_local_attention_equals_dense_masked_attention(device, batch, n, window)
     dense_out, dense_weights = scaled_dot_product_attention(q, k, v, mask)
     torch_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-    out, band = local_attention(q, k, v, window, return_weights=True)
+    out, band = local_attention(q, k, v, window, need_weights=True)
     assert out.shape == (*batch, n, v.shape[-1])
     assert band.shape == (*batch, n, 2 * min(window, n - 1) + 1)
     torch.testing.assert_close(out, dense_out, msg="local attention != dense masked attention")
@@ -171,7 +171,7 @@ def test_band_to_dense_layout():
 
 def test_local_attention_on_an_empty_sequence():
     q, k, v = random_qkv(2, n=0)
-    out, band = local_attention(q, k, v, 3, return_weights=True)
+    out, band = local_attention(q, k, v, 3, need_weights=True)
     assert out.shape == (2, 0, 5) and band.shape == (2, 0, 1)
 
 
@@ -380,8 +380,8 @@ def test_attention_errors_name_the_shapes():
         local_attention(q, k, v, 2.0)
     with pytest.raises(ValueError, match=r"as many queries as keys.*\(2, 4, 4\)"):
         local_attention(q[:, :4], k, v, 1)
-    with pytest.raises(TypeError, match="return_weights must be a bool"):
-        local_attention(q, k, v, 1, return_weights=1)
+    with pytest.raises(TypeError, match="need_weights must be a bool"):
+        local_attention(q, k, v, 1, need_weights=1)
     for attention in (lambda *t: local_attention(*t, 1), linear_attention):
         with pytest.raises(ValueError, match="same feature size d_k"):
             attention(q, k[..., :3], v)
