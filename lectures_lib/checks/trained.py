@@ -6,7 +6,7 @@ data the student never saw (drawn here with a seed of the checker's own).
 * ``check_sort_tagger(model)`` (section 04): ``model(tokens (batch, 6)) -> logits (batch, 6,
   8)``, token ``i`` of the output = the ``i``-th smallest input token; needs >= 90 %.
 * ``check_reverse_translator(model)`` (section 05): a seq2seq model (``encode``/``decode``, as
-  :class:`~lectures_lib.transformer.Transformer`), decoded greedily here, or a function
+  :class:`~lectures_lib.models.Transformer`), decoded greedily here, or a function
   ``translate(src (batch, 5)) -> tokens (batch, >= 5)``; the source reversed (what follows the
   first 5 tokens is not checked); needs >= 90 % of sequences exactly right.
 
