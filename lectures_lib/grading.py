@@ -160,6 +160,12 @@ def _run_in_child(notebook_path: Path, out_path: Path, timeout: float) -> None:
                 cell.outputs.append(nbformat.v4.new_output(
                     "error", ename=type(error).__name__, evalue=str(error)[:500], traceback=[]))
             cell.metadata["lectures_ran"] = True
+            if time.monotonic() >= deadline - 0.5 or any(
+                output.output_type == "error" and output.ename in ("KeyboardInterrupt",
+                                                                    "CellTimeoutError")
+                for output in cell.outputs
+            ):
+                cell.metadata["lectures_stopped"] = True  # it ran into the time limit
             nbformat.write(nb, out_path)
 
 
@@ -245,6 +251,9 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
             results[grade_id] = (False, reason)
         if run is not None:
             graded, note = _execute(run, timeout)
+            if not note and any(c.metadata.get("lectures_stopped") for c in graded.cells):
+                note = (f"a cell ran into the time limit of {timeout:g} s for the submission "
+                        "and was interrupted (an endless loop or a sleep at the top level?)")
             if note:
                 report["error"] = _short(note)
             for cell in graded.cells:

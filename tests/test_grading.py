@@ -122,7 +122,7 @@ def test_correct_submission_gets_full_points(graded):
         ("sleeping", "timed out after"),
         ("crashing", "raised"),
         ("overriding", "returned None"),
-        ("looping", "KeyboardInterrupt|not run|time limit|Timeout"),
+        ("looping", "time limit"),
         ("garbage", "cannot read the submission"),
     ],
 )
