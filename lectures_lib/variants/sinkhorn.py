@@ -4,7 +4,8 @@ In the lecture's words, which cells of the attention matrix are computed is itse
 (哪些网格被计算，哪些网格被跳过，也是可以通过神经网络学习出来的): the sequence is cut into blocks, a
 small network scores every (block, block) pair, Sinkhorn normalisation turns the scores into a
 (soft) permutation of the blocks, and each block of queries attends to its own block and to the
-block the permutation sorts next to it: :math:`O(N b)` scores instead of :math:`N^2`.
+block the permutation sorts next to it: :math:`2Nb` scores and an :math:`n_b \times n_b`
+permutation (:math:`n_b = N/b`) instead of :math:`N^2` scores.
 
 Derived in ``07_efficient_attention.ipynb``.
 """
