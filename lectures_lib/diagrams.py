@@ -283,11 +283,9 @@ def draw_encoder_block(ax=None, *, norm_first: bool = False, title: str | None =
         layers += [("LayerNorm", "norm"), ("multi-head self-attention", "attention"),
                    ("Add (residual)", "plain"), ("LayerNorm", "norm"),
                    ("feed-forward (FC, ReLU, FC)", "ffn"), ("Add (residual)", "plain")]
-        adds = (4, 7)
     else:
         layers += [("multi-head self-attention", "attention"), ("Add & LayerNorm", "norm"),
                    ("feed-forward (FC, ReLU, FC)", "ffn"), ("Add & LayerNorm", "norm")]
-        adds = (3, 5)
     centres = _block_stack(ax, x, 1.1, layers, width=3.1, residual=False)
     _arrow(ax, (x, 0.55), (x, 1.1 - 0.28))
     # residual: from the input of the sub-layer (of its LayerNorm in Pre-LN) to the Add

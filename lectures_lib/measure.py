@@ -38,21 +38,22 @@ def _quiet_stderr():
             os.close(saved)
 
 
-def peak_memory_bytes(fn: Callable[[], object]) -> int:
-    """Peak of the CPU memory held by tensors that ``fn()`` allocates, in bytes, as recorded by
+def peak_memory_bytes(fn: Callable[..., object], *args: object, **kwargs: object) -> int:
+    """Peak of the CPU memory held by tensors that ``fn(*args, **kwargs)`` allocates, in bytes, as
+    recorded by
     PyTorch's allocator under ``torch.profiler`` (``profile_memory=True``).
 
     The allocations and frees of every operator are replayed in time order and the largest running
     total is returned; memory allocated and freed *inside* one operator is not seen, so this is a
-    lower bound of the true peak. Tensors that exist before the call do not count. The result of
-    ``fn()`` is discarded (freed) at the end, after the peak.
+    lower bound of the true peak. Tensors that exist before the call (``args`` included) do not
+    count. The result of the call is discarded (freed) at the end, after the peak.
     """
     if not callable(fn):
-        raise TypeError(f"fn must be a callable taking no arguments, got {type(fn).__name__}")
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     from torch.profiler import ProfilerActivity, profile
 
     with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
+        fn(*args, **kwargs)
     live = peak = 0
     for event in sorted(prof.events(), key=lambda e: e.time_range.start):
         live += event.self_cpu_memory_usage  # + allocated, - freed by this operator itself

@@ -17,10 +17,8 @@ def test_count_parameters_counts_every_scalar_and_can_skip_frozen_ones():
 
 
 def test_peak_memory_sees_the_tensors_a_call_allocates():
-    def make(n):
-        return lambda: torch.ones(n, 256, dtype=torch.float32)  # n * 1 KiB
-
-    small, large = peak_memory_bytes(make(256)), peak_memory_bytes(make(1024))
+    small = peak_memory_bytes(torch.ones, 256, 256, dtype=torch.float32)  # 256 KiB
+    large = peak_memory_bytes(torch.ones, 1024, 256, dtype=torch.float32)
     assert small >= 256 * 1024 and large >= 1024 * 1024
     assert 3.9 < large / small < 4.1
 
@@ -43,3 +41,8 @@ def test_peak_memory_counts_tensors_alive_together_not_one_after_the_other():
 def test_peak_memory_rejects_what_it_cannot_call():
     with pytest.raises(TypeError, match="callable"):
         peak_memory_bytes(42)
+
+
+def test_peak_memory_does_not_count_the_arguments():
+    big = torch.ones(1024, 1024)
+    assert peak_memory_bytes(torch.sum, big) < 1024, "summing allocates one number, not the input"
