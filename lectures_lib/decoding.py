@@ -211,7 +211,7 @@ def sample_decode(
             f"generator must be a torch.Generator or None, got {type(generator).__name__}"
         )
     batch = src.shape[0]
-    with _EvalMode(model):
+    with _eval_mode(model):
         memory = model.encode(src)  # (batch, n_src, d_model): the encoder runs once
         tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)  # BEGIN
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from .utils import check_positive_int
+from .utils import check_non_negative_int, check_positive_int
 
 __all__ = [
     "draw_qkv_flow",
@@ -186,8 +186,8 @@ def draw_local_attention(ax=None, *, n_frames: int = 11, window: int = 2, query:
     frames within ``window`` of it (:math:`|i - j| \le w`, the mask
     :func:`lectures_lib.variants.local_mask`)."""
     n_frames = check_positive_int(n_frames, "n_frames")
-    window = check_positive_int(window, "window", allow_zero=True)
-    query = check_positive_int(query, "query", allow_zero=True)
+    window = check_non_negative_int(window, "window")
+    query = check_non_negative_int(query, "query")
     if query >= n_frames:
         raise ValueError(f"query must be a frame index < n_frames={n_frames}, got {query}")
     ax = _new_axes(ax, (0.75 * n_frames + 1, 2.8))
