@@ -188,7 +188,8 @@ def sample_decode(
     Args:
         model, src, max_len, bos_id, eos_id, pad_id, return_scores: as in :func:`greedy_decode`.
         temperature: a finite number > 0 dividing the log-probabilities before the softmax.
-        top_k: ``None`` (every token may be drawn) or an int >= 1.
+        top_k: ``None`` (every token may be drawn) or an int >= 1 (tokens tied with the k-th most
+            likely one are kept too).
         generator: an optional ``torch.Generator`` (on ``src``'s device), for reproducible draws.
 
     Returns:
