@@ -505,10 +505,13 @@ class Transformer(nn.Module):
                     f"src {tuple(src.shape)} does not match memory {tuple(memory.shape)}: "
                     "expected the same (batch, n_src)"
                 )
-        self.decoder.layers[0].check_inputs(
-            memory.new_empty(tgt.shape[0], tgt.shape[1], self.d_model), memory, tgt_mask,
-            memory_mask, need_weights,
-        )
+        batch, n_tgt, n_src = tgt.shape[0], tgt.shape[1], memory.shape[1]
+        num_heads = self.decoder.layers[0].num_heads
+        if tgt_mask is not None:
+            check_mask(tgt_mask, (batch, num_heads, n_tgt, n_tgt))
+        if memory_mask is not None:
+            check_mask(memory_mask, (batch, num_heads, n_tgt, n_src))
+        check_bool(need_weights, "need_weights")
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits for every target position at once."""
