@@ -6,9 +6,18 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lectures_lib.attention import scaled_dot_product_attention
-from lectures_lib.variants import elu_feature_map, linear_attention
+from lectures_lib.attention import MultiHeadAttention, scaled_dot_product_attention
+from lectures_lib.masks import causal_mask, key_padding_mask
+from lectures_lib.variants import (
+    LinearAttention,
+    PerformerAttention,
+    elu_feature_map,
+    linear_attention,
+    performer_features,
+    random_projection,
+)
 
+from .factory_helpers import decoder_is_causal, retrieval_accuracy
 from .helpers import DEVICES, largest_tensors, random_qkv
 
 
@@ -102,16 +111,7 @@ def test_linear_attention_memory_is_o_n():
 
 # --- section 07: causal, float16, the stable feature map, the modules, Performer ---------------
 
-from lectures_lib.attention import MultiHeadAttention  # noqa: E402
-from lectures_lib.masks import causal_mask, key_padding_mask  # noqa: E402
-from lectures_lib.variants import (  # noqa: E402
-    LinearAttention,
-    PerformerAttention,
-    performer_features,
-    random_projection,
-)
 
-from .factory_helpers import decoder_is_causal, retrieval_accuracy  # noqa: E402
 
 
 def causal_quadratic_linear_attention(q, k, v, feature_map=elu_feature_map):
