@@ -5,9 +5,10 @@ never raises because of the student's code, never mutates the student's inputs, 
 something is wrong, names the likely mistake in ``str(result)`` and ``result.mistake``.
 
 Modules: ``attention`` (section 01), ``heads`` (02), ``positional`` (03), ``transformer`` (04),
-``masks`` (05); the graded exercises' checkers ``additive`` (01), ``padding`` (02), ``relative``
-(03), ``norms`` (04), ``decoder`` (05) and ``trained`` (03-05: trained models on held-out data).
-Every check takes ``timeout=`` (seconds per call) and, for the hidden tests, ``hidden=True``.
+``masks`` (05), ``efficient`` (07); the graded exercises' checkers ``additive`` (01),
+``padding`` (02), ``relative`` (03), ``norms`` (04), ``decoder`` (05) and ``trained`` (03-05:
+trained models on held-out data). Every check takes ``timeout=`` (seconds per call) and, for the
+hidden tests, ``hidden=True``.
 """
 
 from ._base import CheckResult, Mistake
@@ -15,6 +16,8 @@ from .additive import check_additive_attention
 from .attention import *  # noqa: F401,F403
 from .attention import __all__ as _attention_all
 from .decoder import check_beam_step, check_label_smoothing_loss
+from .efficient import *  # noqa: F401,F403
+from .efficient import __all__ as _efficient_all
 from .heads import *  # noqa: F401,F403
 from .heads import __all__ as _heads_all
 from .masks import *  # noqa: F401,F403
@@ -36,6 +39,7 @@ __all__ = [
     *_positional_all,
     *_transformer_all,
     *_masks_all,
+    *_efficient_all,
     "check_additive_attention",
     "check_padded_self_attention",
     "check_relative_position_attention",
