@@ -271,8 +271,10 @@ def clustered_attention(
     if rounds > 1:  # m_ij: in how many rounds query i and key j share a cluster
         q_all = _gather(per_round(q_clusters.transpose(1, 2).to(q.dtype)), q_table)  # (BR,C,Bq,R)
         k_all = _gather(per_round(k_clusters.transpose(1, 2).to(q.dtype)), k_table)  # (BR,C,Bk,R)
-        meetings = (q_all[..., :, None, :] == k_all[..., None, :, :]).sum(dim=-1)  # (BR,C,Bq,Bk)
-        scores = scores - torch.log(meetings.clamp(min=1).to(q.dtype))
+        meetings = torch.zeros_like(scores)  # (BR, C, Bq, Bk), one round at a time
+        for r in range(rounds):
+            meetings += q_all[..., :, None, r] == k_all[..., None, :, r]
+        scores = scores - torch.log(meetings.clamp_(min=1))
 
     # A softmax per cluster that also returns its log-sum-exp l (-inf when nothing is allowed).
     scores = scores.masked_fill(~allowed, float("-inf"))
