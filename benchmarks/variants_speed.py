@@ -189,12 +189,17 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    forms_ = list(dict.fromkeys(r["form"] for r in rows))
+    colours = {form: f"C{index}" for index, form in enumerate(forms_)}  # same colour in both panels
+    sizes = sorted({r["n"] for r in rows})
     for key, ax, label in (("ms", axes[0], "time (ms)"), ("mib", axes[1], "peak memory (MiB)")):
-        for form in dict.fromkeys(r["form"] for r in rows):
+        for form in forms_:
             points = [(r["n"], r[key]) for r in rows if r["form"] == form and r[key]]
             if points:
-                ax.loglog(*zip(*points), "o-", label=form)
+                ax.loglog(*zip(*points), "o-", color=colours[form], label=form)
         ax.set(xlabel="sequence length N", ylabel=label)
+        ax.set_xticks(sizes, [str(n) for n in sizes])
+        ax.minorticks_off()
         ax.legend(fontsize=8)
     fig.suptitle("dense attention vs the efficient forms of section 06 (forward, log-log)")
     fig.tight_layout()

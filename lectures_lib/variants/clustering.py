@@ -11,8 +11,10 @@ cluster; every other cell is set to 0 (it would have been small anyway).
 * :func:`kmeans`: the (spherical) k-means of the Routing Transformer (Roy et al. 2021).
 * :func:`clustered_attention`: the engine. Positions are *sorted by cluster* and every cluster is
   cut into a padded chunk, so each cluster is one small dense attention:
-  :math:`C \cdot B_q \cdot B_k` scores (:math:`B` = largest cluster), about :math:`N^2 / C` when
-  the clusters are balanced, never :math:`N \times N` by construction. With several rounds of
+  :math:`C \cdot B_q \cdot B_k` scores (:math:`B` = largest cluster): about :math:`N^2 / C` when
+  the clusters are balanced, but up to :math:`N^2` when one cluster holds most vectors (LSH
+  buckets are unbalanced; Reformer's equal-size chunks and Routing's balanced clusters trade
+  exactness for a guaranteed cost; ``benchmarks/variants_speed.py`` measures it). With several rounds of
   hashing (``n_hashes``), a cell is kept when the two share a cluster in *any* round, and the
   rounds are merged exactly (each cell counted once, by its multiplicity).
 * :class:`LSHAttention`, :class:`RoutingAttention`: modules and attention factories.
