@@ -12,10 +12,14 @@ grow with the square of the sequence length :math:`N`. The lecture's variants sk
   gather engine of Longformer and Big Bird;
 * :mod:`~lectures_lib.variants.clustering`: Reformer's LSH and the Routing Transformer's k-means,
   attention within a cluster;
-* :mod:`~lectures_lib.variants.linear`: linear attention, :math:`O(N)` memory.
+* :mod:`~lectures_lib.variants.sinkhorn`: a learned pattern, the Sinkhorn sorting network;
+* :mod:`~lectures_lib.variants.low_rank`: representative keys, Linformer and compressed attention;
+* :mod:`~lectures_lib.variants.linear`: linear attention and Performer, :math:`O(N)` memory;
+* :mod:`~lectures_lib.variants.synthesizer`: Dense and Random Synthesizer (no q and k).
 
 Every module here is an attention factory: ``EncoderTagger(..., attention=partial(Cls, ...))``.
-Derived in ``06_attention_variants.ipynb``.
+Derived in ``06_attention_variants.ipynb`` (patterns, local, clustering) and
+``07_efficient_attention.ipynb`` (Sinkhorn, low rank, linear, Performer, Synthesizer).
 """
 
 from .base import PatternAttention
@@ -29,8 +33,16 @@ from .clustering import (
     nearest_centroid,
     random_rotations,
 )
-from .linear import elu_feature_map, linear_attention
+from .linear import (
+    LinearAttention,
+    PerformerAttention,
+    elu_feature_map,
+    linear_attention,
+    performer_features,
+    random_projection,
+)
 from .local import LocalAttention, band_to_dense, local_attention
+from .low_rank import CompressedAttention, LinformerAttention
 from .patterns import (
     dilated_mask,
     global_mask,
@@ -41,6 +53,7 @@ from .patterns import (
     receptive_field,
     stride_mask,
 )
+from .sinkhorn import SinkhornAttention, sinkhorn
 from .sparse import (
     BigBirdAttention,
     LongformerAttention,
@@ -49,6 +62,7 @@ from .sparse import (
     sparse_pattern,
     strided_attention,
 )
+from .synthesizer import DenseSynthesizerAttention, RandomSynthesizerAttention
 
 __all__ = [
     "local_mask",
@@ -58,6 +72,16 @@ __all__ = [
     "band_to_dense",
     "elu_feature_map",
     "linear_attention",
+    "LinearAttention",
+    "random_projection",
+    "performer_features",
+    "PerformerAttention",
+    "sinkhorn",
+    "SinkhornAttention",
+    "LinformerAttention",
+    "CompressedAttention",
+    "DenseSynthesizerAttention",
+    "RandomSynthesizerAttention",
     # section 06 part 1: patterns, sparse engines, clustering
     "dilated_mask",
     "random_keys",
