@@ -5,10 +5,10 @@ never raises because of the student's code, never mutates the student's inputs, 
 something is wrong, names the likely mistake in ``str(result)`` and ``result.mistake``.
 
 Modules: ``attention`` (section 01), ``heads`` (02), ``positional`` (03), ``transformer`` (04),
-``masks`` (05), ``efficient`` (07); the graded exercises' checkers ``additive`` (01),
-``padding`` (02), ``relative`` (03), ``norms`` (04), ``decoder`` (05) and ``trained`` (03-05:
-trained models on held-out data). Every check takes ``timeout=`` (seconds per call) and, for the
-hidden tests, ``hidden=True``.
+``masks`` (05), ``variants`` (06), ``efficient`` (07); the graded exercises' checkers
+``additive`` (01), ``padding`` (02), ``relative`` (03), ``norms`` (04), ``decoder`` (05) and
+``trained`` (03-05: trained models on held-out data). Every check takes ``timeout=`` (seconds per
+call) and, for the hidden tests, ``hidden=True``.
 """
 
 from ._base import CheckResult, Mistake
@@ -30,6 +30,8 @@ from .relative import check_relative_position_attention
 from .trained import check_reverse_translator, check_skip_flip_model, check_sort_tagger
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
+from .variants import *  # noqa: F401,F403
+from .variants import __all__ as _variants_all
 
 __all__ = [
     "CheckResult",
@@ -39,6 +41,7 @@ __all__ = [
     *_positional_all,
     *_transformer_all,
     *_masks_all,
+    *_variants_all,
     *_efficient_all,
     "check_additive_attention",
     "check_padded_self_attention",
