@@ -9,8 +9,9 @@ way (``make student`` runs this tool). In the student version:
   and the checker below it says "not implemented yet";
 * every region from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` is removed;
 * in a markdown (or raw) cell, a solution region becomes ``YOUR ANSWER HERE``;
-* all outputs and execution counts are cleared, and cells that held a solution get nbgrader's
-  metadata (``solution: true``) so the release also opens in nbgrader.
+* code cells that held a solution or hidden tests lose their outputs and execution count; every
+  other output (the teaching plots and tables) is kept. Cells that held a solution get
+  nbgrader's metadata (``solution: true``) so the release also opens in nbgrader.
 
 A marker is a line that holds nothing but the marker (surrounding spaces allowed); text that only
 *mentions* a marker is left alone. Regions cannot nest; a region must end in the cell it begins
@@ -166,12 +167,13 @@ def release_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     student = copy.deepcopy(nb)
     for index, cell in enumerate(student.cells):
         try:
-            has_solution = any(r.kind == "solution" for r in find_regions(cell.source))
+            regions = find_regions(cell.source)
+            has_solution = any(r.kind == "solution" for r in regions)
             cell.source = strip_solutions(cell.source, cell.cell_type)
         except MarkerError as error:
             raise MarkerError(f"{name}, cell {index} ({cell.cell_type}): {error}") from None
-        if cell.cell_type == "code":
-            cell.outputs = []
+        if cell.cell_type == "code" and regions:  # outputs of solutions and hidden tests go;
+            cell.outputs = []  # teaching outputs (plots, tables) stay
             cell.execution_count = None
         cell.metadata.pop("execution", None)  # nbclient's timing, if it was recorded
         if has_solution:
@@ -233,11 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     release_parser = commands.add_parser(
         "release",
-        help="write student versions: solutions replaced, hidden tests removed, outputs cleared",
+        help="write student versions: solutions replaced, hidden tests removed",
         description=(
             "Write the student version of each notebook: '### BEGIN SOLUTION' ... '### END "
             "SOLUTION' becomes `raise NotImplementedError()` (YOUR ANSWER HERE in markdown), "
-            "'### BEGIN HIDDEN TESTS' ... '### END HIDDEN TESTS' is removed, outputs are cleared."
+            "'### BEGIN HIDDEN TESTS' ... '### END HIDDEN TESTS' is removed, and the outputs of "
+            "those cells are cleared (the other outputs are kept)."
         ),
     )
     release_parser.add_argument("source", type=Path, help="a notebook, or a folder of notebooks")
