@@ -4,7 +4,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lectures_lib.__main__ import TEST_PARTS, suite_commands
+import pytest
+
+from lectures_lib.__main__ import TEST_PARTS, main, suite_commands
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -15,22 +17,27 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_help_lists_every_command():
+    """The real entry point: `python -m lectures_lib` in a fresh interpreter."""
     result = _run("--help")
     assert result.returncode == 0, result.stderr
     for command in ("lab", "test", "notebooks", "student", "site"):
         assert command in result.stdout, f"{command!r} missing from --help"
 
 
-def test_lab_hands_its_options_to_the_launcher():
-    result = _run("lab", "--help")
-    assert result.returncode == 0, result.stderr
-    assert "--student" in result.stdout and "--port" in result.stdout
+def test_lab_hands_its_options_to_the_launcher(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["lab", "--help"])
+    assert stop.value.code == 0
+    shown = capsys.readouterr().out
+    assert "--student" in shown and "--port" in shown, shown
 
 
-def test_unknown_test_part_is_refused_with_the_choices():
-    result = _run("test", "lnit")
-    assert result.returncode == 2
-    assert "lnit" in result.stderr and "unit" in result.stderr
+def test_unknown_test_part_is_refused_with_the_choices(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["test", "lnit"])
+    assert stop.value.code == 2
+    message = capsys.readouterr().err
+    assert "lnit" in message and "unit" in message, message
 
 
 def test_make_test_runs_the_same_commands():
