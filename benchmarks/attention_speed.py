@@ -4,7 +4,7 @@ Run it with ``make bench`` (or ``python benchmarks/attention_speed.py --help``);
 the tests. It times, at sequence lengths N (batch 1, 4 heads, d_head 64, float32 by default):
 
 * ``fused``: ``torch.nn.functional.scaled_dot_product_attention``, the reference;
-* ``fast``: ``lectures_lib.attention.fast_attention``, the course's fast path (what
+* ``fast``: ``lectures_lib.attention.fused_attention``, the course's fast path (what
   ``MultiHeadAttention(..., need_weights=False)`` uses): the fused kernel plus input checks;
 * ``explicit``: ``lectures_lib.attention.scaled_dot_product_attention``, the didactic path that
   builds the N x N weights (what ``need_weights=True`` uses);
@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from lectures_lib.attention import (  # noqa: E402
     MultiHeadAttention,
-    fast_attention,
+    fused_attention,
     scaled_dot_product_attention,
 )
 
@@ -135,7 +135,7 @@ def kernel_table(args: argparse.Namespace, device: torch.device, dtype: torch.dt
 
         with torch.no_grad():  # the two paths must agree on exactly these inputs
             explicit_out, _ = scaled_dot_product_attention(q, k, v)
-            fast_out = fast_attention(q, k, v)
+            fast_out = fused_attention(q, k, v)
         tolerance = 1e-4 if dtype == torch.float32 else 1e-10
         assert torch.allclose(fast_out, explicit_out, atol=tolerance, rtol=tolerance), (
             f"fast path and explicit path disagree at N={n}: max |diff| = "
@@ -144,7 +144,7 @@ def kernel_table(args: argparse.Namespace, device: torch.device, dtype: torch.dt
 
         kernels = {
             "fused": torch.nn.functional.scaled_dot_product_attention,
-            "fast": fast_attention,
+            "fast": fused_attention,
             "explicit": scaled_dot_product_attention,
         }
         forward = median_seconds(

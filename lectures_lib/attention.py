@@ -1,17 +1,27 @@
-r"""Scaled dot-product attention, masks, single- and multi-head self-attention.
+r"""Attention in named steps, fused attention, single- and multi-head self-attention.
 
-Derived in ``01_self_attention.ipynb`` (scaled dot-product attention, ``causal_mask``,
-``SelfAttention``) and ``02_multi_head_attention.ipynb`` (``split_heads``, ``merge_heads``,
-``multi_head_attention``, ``MultiHeadAttention``, ``key_padding_mask``).
+Derived in ``01_self_attention.ipynb`` (the steps :func:`attention_scores` ->
+:func:`masked_softmax` -> :func:`scaled_dot_product_attention`, ``SelfAttention``) and
+``02_multi_head_attention.ipynb`` (``split_heads``, ``merge_heads``, ``multi_head_attention``,
+``MultiHeadAttention``). Masks (``causal_mask``, ``key_padding_mask``, ``check_mask``) live in
+:mod:`lectures_lib.masks` and are importable from here too.
 
-Conventions (the course's contract):
+**The seam.** :class:`MultiHeadAttention` computes attention in named steps, and a variant of
+attention (section 06) changes exactly one of them by overriding it::
 
-* shapes are batch-first: ``(batch, seq, d_model)``; per head ``(batch, heads, seq, d_head)``;
-* masks are boolean and **True means "may attend"**, as in
-  :func:`torch.nn.functional.scaled_dot_product_attention`. ``nn.MultiheadAttention`` uses the
-  *opposite* for its boolean ``attn_mask``/``key_padding_mask`` (True = "blocked");
-* a mask broadcasts to ``(batch, heads, n_queries, n_keys)``; every mask dimension must equal the
-  score dimension it lines up with (right-aligned) or be 1, so a mask never broadcasts by accident.
+    forward(query, key, value, mask=None, need_weights=True)
+        = check the inputs once (at the public boundary)
+        -> project(query, key, value)        -> q, k, v   (batch, heads, n, d_head) each
+        -> attend(q, k, v, mask, need_weights) -> heads_out (batch, heads, n_q, d_head), weights
+        -> merge_heads -> out_proj
+
+Override ``project`` to change how queries and keys are formed (rotary positions, Linformer's
+projected keys); override ``attend`` to change which cells are scored or how they are normalised
+(local, clustered, linear, ...). Layers and models take the attention as a *factory*
+``factory(d_model, num_heads, dropout) -> module`` (a class or a ``functools.partial``).
+
+Conventions: batch-first shapes ``(batch, seq, d_model)``, per head ``(batch, heads, seq,
+d_head)``; boolean masks with **True = may attend** (see :mod:`lectures_lib.masks`).
 """
 
 from __future__ import annotations
@@ -22,11 +32,22 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .utils import check_positive_int, check_tensor
+from .masks import causal_mask, check_mask, key_padding_mask
+from .utils import (
+    at_boundary,
+    check_bool,
+    check_positive_int,
+    check_probability,
+    check_qkv,
+    check_tensor,
+    inside_library,
+)
 
 __all__ = [
+    "attention_scores",
+    "masked_softmax",
     "scaled_dot_product_attention",
-    "fast_attention",
+    "fused_attention",
     "causal_mask",
     "key_padding_mask",
     "check_mask",
@@ -39,126 +60,54 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------------------
-# Input checks
+# The steps of scaled dot-product attention
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(t, name, dtype="floating")
-        if t.dim() < 2:
+def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    r"""Step 1, the relevance :math:`\alpha_{i,j} = q^i \cdot k^j / \sqrt{d_k}` of every key to
+    every query: :math:`\alpha = Q K^\top / \sqrt{d_k}`.
+
+    ``q`` ``(..., n_q, d_k)`` and ``k`` ``(..., n_k, d_k)`` -> scores ``(..., n_q, n_k)``.
+    Scaling the queries before the product is the same as scaling the scores, but costs
+    ``n_q * d_k`` multiplications instead of ``n_q * n_k``. Derived in ``01_self_attention.ipynb``.
+    """
+    if at_boundary():
+        check_qkv(q, k, k)
+    d_k = q.shape[-1]
+    return (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., n_q, n_k)
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    r"""Step 2, normalise each query's scores over the keys it may attend to:
+    :math:`\alpha'_{i,j} = \exp(\alpha_{i,j}) / \sum_{j' \text{ allowed}} \exp(\alpha_{i,j'})`.
+
+    ``scores`` ``(..., n_q, n_k)``; ``mask`` a bool mask broadcasting to it (True = may attend).
+    Returns weights of the same shape: each row sums to 1, masked cells are exactly 0 (they are
+    set to :math:`-\infty` before the softmax, so a masked key never gets weight, in any dtype),
+    and a query with *no* allowed key gets an all-zero row instead of NaN (the course's
+    convention, not softmax's: PyTorch's fused kernel may give NaN there). Softmax itself
+    subtracts the row maximum, so large scores do not overflow. Derived in
+    ``01_self_attention.ipynb``.
+    """
+    if at_boundary():
+        check_tensor(scores, "scores", dtype="floating")
+        if scores.dim() < 2:
             raise ValueError(
-                f"{name} must have at least 2 dimensions (..., seq, features), "
-                f"got shape {tuple(t.shape)}"
+                f"scores must have shape (..., n_queries, n_keys), got {tuple(scores.shape)}"
             )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            "queries and keys must have the same feature size d_k to take dot products: "
-            f"q has shape {tuple(q.shape)}, k has shape {tuple(k.shape)}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            "keys and values must come in pairs (same number of positions): "
-            f"k has shape {tuple(k.shape)}, v has shape {tuple(v.shape)}"
-        )
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-        raise ValueError(
-            "q, k and v must have the same leading (batch/head) dimensions: got "
-            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
-    if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-
-
-def _check_dropout_p(dropout_p: object, name: str = "dropout_p") -> float:
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
-        raise TypeError(f"{name} must be a float in [0, 1), got {type(dropout_p).__name__}")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"{name} must be in [0, 1), got {dropout_p}")
-    return float(dropout_p)
-
-
-def _padding_hint(scores_ndim: int) -> str:
-    if scores_ndim == 4:  # (batch, heads, n_q, n_k)
-        return "A key-padding mask (batch, n_keys) needs shape (batch, 1, 1, n_keys): key_padding_mask()."
-    if scores_ndim == 3:  # (batch, n_q, n_k): single-head attention
-        return "A key-padding mask (batch, n_keys) needs shape (batch, 1, n_keys): key_padding_mask(...)[:, 0]."
-    return ""
-
-
-def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
-    """Validate a boolean attention mask against the shape of the scores it will mask.
-
-    ``scores_shape`` is ``(..., n_queries, n_keys)``. The mask must be ``torch.bool`` (True = may
-    attend), have at most as many dimensions as the scores, and each of its dimensions
-    (right-aligned) must equal the corresponding score dimension or be 1.
-    Returns the mask unchanged.
-    """
-    scores_shape = tuple(scores_shape)
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a torch.Tensor of dtype torch.bool, got {type(mask).__name__}")
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}. "
-            "An additive float mask (0 / -inf) is not accepted: convert it with `mask == 0`."
-        )
-    if mask.dim() > len(scores_shape) or mask.dim() == 0:
-        raise ValueError(
-            f"mask with shape {tuple(mask.shape)} cannot be matched to attention scores of shape "
-            f"{scores_shape} (batch..., n_queries, n_keys)"
-        )
-    for mask_size, score_size in zip(reversed(mask.shape), reversed(scores_shape), strict=False):
-        if mask_size not in (1, score_size):
-            raise ValueError(
-                f"mask with shape {tuple(mask.shape)} does not fit attention scores of shape "
-                f"{scores_shape}: each mask dimension (aligned from the right) must equal the "
-                "score dimension or be 1. " + _padding_hint(len(scores_shape))
-            )
-    return mask
-
-
-# ---------------------------------------------------------------------------------------------
-# Masks
-# ---------------------------------------------------------------------------------------------
-
-
-def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """Boolean ``(n, n)`` mask, True on and below the diagonal: position i may attend to j <= i.
-
-    Derived in ``05_transformer_decoder.ipynb`` (masked self-attention); used from section 01 on.
-    """
-    n = check_positive_int(n, "n")
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
-
-
-def key_padding_mask(
-    lengths: torch.Tensor | list[int], max_len: int | None = None
-) -> torch.Tensor:
-    """Mask of shape ``(batch, 1, 1, max_len)``: True for the real (non-padding) keys.
-
-    ``lengths[b]`` is the number of real tokens of sequence ``b`` (padding at the end). The two
-    singleton dimensions let the mask broadcast over heads and queries.
-    Derived in ``02_multi_head_attention.ipynb``.
-    """
-    if not isinstance(lengths, torch.Tensor):
-        lengths = torch.as_tensor(lengths)
-    check_tensor(lengths, "lengths", ndim=1, dtype="integer")
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
-    longest = int(lengths.max()) if lengths.numel() else 0
-    if max_len is None:
-        max_len = longest
-    max_len = check_positive_int(max_len, "max_len", allow_zero=True)
-    if longest > max_len:
-        raise ValueError(f"max_len={max_len} is shorter than the longest sequence ({longest})")
-    positions = torch.arange(max_len, device=lengths.device)  # (max_len,)
-    valid = positions[None, :] < lengths[:, None]  # (batch, max_len)
-    return valid[:, None, None, :]  # (batch, 1, 1, max_len)
-
-
-# ---------------------------------------------------------------------------------------------
-# Scaled dot-product attention: the explicit path and the fast path
-# ---------------------------------------------------------------------------------------------
+        if mask is not None:
+            check_mask(mask, scores.shape)
+    if mask is None:
+        return torch.softmax(scores, dim=-1)  # (..., n_q, n_k)
+    mask = mask.to(scores.device)
+    scores = scores.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0: masked keys get no weight
+    has_key = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1): may this query attend at all?
+    if bool(has_key.all()):
+        return torch.softmax(scores, dim=-1)
+    # A row of -inf only would give 0 / 0 = NaN: give it finite scores, then zero its weights.
+    scores = scores.masked_fill(~has_key, 0.0)
+    return torch.softmax(scores, dim=-1) * has_key  # (..., n_q, n_k)
 
 
 def scaled_dot_product_attention(
@@ -175,6 +124,9 @@ def scaled_dot_product_attention(
         \alpha' = \operatorname{softmax}_{\text{keys}}(\alpha), \qquad
         \text{out} = \alpha' V
 
+    It composes the steps: :func:`attention_scores` -> :func:`masked_softmax` -> (dropout) ->
+    weights @ values.
+
     Args:
         q: queries ``(..., n_q, d_k)``.
         k: keys ``(..., n_k, d_k)``.
@@ -187,53 +139,45 @@ def scaled_dot_product_attention(
         ``weights`` sums to 1 and is exactly 0 on masked cells. A query whose keys are *all* masked
         (e.g. a padding query) gets an all-zero row and a zero output instead of NaN.
 
-    Numerically stable: softmax subtracts the row maximum, and masked cells are filled with the
-    dtype's most negative finite number rather than ``-inf`` (so ``-inf - (-inf)`` never happens).
     Derived in ``01_self_attention.ipynb``.
     """
-    _check_qkv(q, k, v)
-    dropout_p = _check_dropout_p(dropout_p)
-    d_k = q.shape[-1]
-    # Scaling the queries before the product is the same as scaling the scores, but costs
-    # n_q * d_k multiplications instead of n_q * n_k.
-    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., n_q, n_k)
-    if mask is not None:
-        mask = check_mask(mask, scores.shape).to(scores.device)
-        # The most negative finite number, not -inf: a row with every key masked then stays finite
-        # (uniform), where -inf would give exp(-inf - (-inf)) = NaN. Any row with at least one
-        # key left gives masked cells exp(min - max) = exactly 0.
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = torch.softmax(scores, dim=-1)  # (..., n_q, n_k), rows sum to 1
-    if mask is not None:
-        has_key = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1): may this query attend?
-        if not bool(has_key.all()):
-            weights = weights * has_key  # queries with nothing to attend to: all-zero rows
+    if at_boundary():
+        check_qkv(q, k, v)
+        dropout_p = check_probability(dropout_p, "dropout_p")
+        if mask is not None:
+            check_mask(mask, (*q.shape[:-1], k.shape[-2]))
+    with inside_library():
+        scores = attention_scores(q, k)  # (..., n_q, n_k)
+        weights = masked_softmax(scores, mask)  # (..., n_q, n_k), rows sum to 1 (or 0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     out = weights @ v  # (..., n_q, d_v)
     return out, weights
 
 
-def fast_attention(
+def fused_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     dropout_p: float = 0.0,
 ) -> torch.Tensor:
-    """Same result as :func:`scaled_dot_product_attention` but via PyTorch's fused kernel.
+    """Same result as :func:`scaled_dot_product_attention` via PyTorch's fused kernel.
 
-    Returns only ``out`` (the fused kernels never materialise the weights). Used by the modules
-    when the weights are not needed (``need_weights=False``). Queries whose keys are all masked
-    get a zero output, as in the explicit path (depending on the PyTorch version and backend, the
-    fused kernel alone may give NaN there). Same arguments and checks as the explicit path.
+    Returns only ``out`` (fused kernels never materialise the weights). Used by the modules when
+    the weights are not needed (``need_weights=False``). Queries whose keys are all masked get a
+    zero output, as in the explicit path (the fused kernel alone may give NaN there). Same
+    arguments and checks as the explicit path. (Named *fused* for PyTorch's kernel; section 06's
+    Performer is "fast attention via orthogonal random features", a different thing.)
     """
-    _check_qkv(q, k, v)
-    dropout_p = _check_dropout_p(dropout_p)
+    if at_boundary():
+        check_qkv(q, k, v)
+        dropout_p = check_probability(dropout_p, "dropout_p")
+        if mask is not None:
+            check_mask(mask, (*q.shape[:-1], k.shape[-2]))
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
-    scores_shape = (*q.shape[:-1], k.shape[-2])  # (..., n_q, n_k)
-    mask = check_mask(mask, scores_shape).to(q.device)
+    mask = mask.to(q.device)
     if mask.dim() == 1:  # (n_k,): the fused kernel wants at least (n_q or 1, n_k)
         mask = mask[None, :]  # (1, n_k)
     has_key = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1): may this query attend at all?
@@ -280,15 +224,19 @@ class SelfAttention(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``x``: ``(batch, seq, d_model)`` -> ``(out (batch, seq, d_v), weights (batch, seq, seq))``."""
-        check_tensor(x, "x", ndim=3, dtype="floating")
-        if x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"x must have shape (batch, seq, {self.d_model}), got {tuple(x.shape)}"
-            )
+        if at_boundary():
+            check_tensor(x, "x", ndim=3, dtype="floating")
+            if x.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"x must have shape (batch, seq, {self.d_model}), got {tuple(x.shape)}"
+                )
+            if mask is not None:
+                check_mask(mask, (x.shape[0], x.shape[1], x.shape[1]))
         queries = self.w_q(x)  # (batch, seq, d_k)
         keys = self.w_k(x)  # (batch, seq, d_k)
         values = self.w_v(x)  # (batch, seq, d_v)
-        return scaled_dot_product_attention(queries, keys, values, mask)
+        with inside_library():
+            return scaled_dot_product_attention(queries, keys, values, mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,14 +251,15 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     Reshaping straight to ``(batch, num_heads, seq, d_head)`` without the transpose would mix
     positions into heads: the classic bug. Derived in ``02_multi_head_attention.ipynb``.
     """
-    check_tensor(x, "x", ndim=3)
-    num_heads = check_positive_int(num_heads, "num_heads")
+    if at_boundary():
+        check_tensor(x, "x", ndim=3)
+        num_heads = check_positive_int(num_heads, "num_heads")
+        if x.shape[-1] % num_heads != 0:
+            raise ValueError(
+                f"d_model={x.shape[-1]} (last dimension of x, shape {tuple(x.shape)}) is not "
+                f"divisible by num_heads={num_heads}"
+            )
     batch, seq, d_model = x.shape
-    if d_model % num_heads != 0:
-        raise ValueError(
-            f"d_model={d_model} (last dimension of x, shape {tuple(x.shape)}) is not divisible "
-            f"by num_heads={num_heads}"
-        )
     d_head = d_model // num_heads
     x = x.reshape(batch, seq, num_heads, d_head)  # (batch, seq, heads, d_head): cut the features
     return x.transpose(1, 2)  # (batch, heads, seq, d_head): heads become a batch dimension
@@ -322,7 +271,8 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     This is the concatenation ``[b^{i,1}; b^{i,2}; ...]`` of the lecture (拼接), for every
     position i. Derived in ``02_multi_head_attention.ipynb``.
     """
-    check_tensor(x, "x", ndim=4)
+    if at_boundary():
+        check_tensor(x, "x", ndim=4)
     batch, num_heads, seq, d_head = x.shape
     x = x.transpose(1, 2)  # (batch, seq, heads, d_head)
     return x.reshape(batch, seq, num_heads * d_head)  # (batch, seq, d_model)
@@ -363,13 +313,22 @@ def multi_head_attention(
     d_model = x.shape[-1]
     for name, weight in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
         check_tensor(weight, name, shape=(d_model, d_model), dtype=x.dtype)
+    split_heads(x, num_heads)  # checks num_heads against d_model (a view: nothing is copied)
+    if mask is not None:
+        check_mask(mask, (x.shape[0], num_heads, x.shape[1], x.shape[1]))
     queries = split_heads(x @ w_q, num_heads)  # (batch, heads, seq, d_head)
     keys = split_heads(x @ w_k, num_heads)  # (batch, heads, seq, d_head)
     values = split_heads(x @ w_v, num_heads)  # (batch, heads, seq, d_head)
-    heads, weights = scaled_dot_product_attention(queries, keys, values, mask)
+    with inside_library():
+        heads, weights = scaled_dot_product_attention(queries, keys, values, mask)
     # heads: (batch, heads, seq, d_head); weights: (batch, heads, seq, seq)
     out = merge_heads(heads) @ w_o  # (batch, seq, d_model)
     return out, weights
+
+
+# ---------------------------------------------------------------------------------------------
+# Multi-head attention: check -> project -> attend -> merge -> out_proj
+# ---------------------------------------------------------------------------------------------
 
 
 class MultiHeadAttention(nn.Module):
@@ -392,7 +351,10 @@ class MultiHeadAttention(nn.Module):
 
     ``forward(query, key, value, mask=None, need_weights=True)`` returns ``(out, weights)`` with
     ``out`` ``(batch, n_q, d_model)`` and per-head ``weights`` ``(batch, num_heads, n_q, n_k)``;
-    with ``need_weights=False`` it takes the fused fast path and returns ``(out, None)``.
+    with ``need_weights=False`` it takes the fused path and returns ``(out, None)``.
+
+    The seam (see the module docstring): ``forward`` = check once -> :meth:`project` ->
+    :meth:`attend` -> merge heads -> ``out_proj``; a variant overrides one step.
     Derived in ``02_multi_head_attention.ipynb``.
     """
 
@@ -416,13 +378,28 @@ class MultiHeadAttention(nn.Module):
         self.d_head = d_model // num_heads
         self.kdim = check_positive_int(kdim if kdim is not None else d_model, "kdim")
         self.vdim = check_positive_int(vdim if vdim is not None else d_model, "vdim")
-        self.dropout = _check_dropout_p(dropout, "dropout")
+        self.dropout = check_probability(dropout, "dropout")
+        bias = check_bool(bias, "bias")
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W^Q, all heads side by side
         self.k_proj = nn.Linear(self.kdim, d_model, bias=bias)  # W^K
         self.v_proj = nn.Linear(self.vdim, d_model, bias=bias)  # W^V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    def _check_inputs(self, query, key, value) -> None:
+    # -- the door --------------------------------------------------------------------------
+
+    def check_inputs(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None,
+        need_weights: bool,
+    ) -> None:
+        """Validate ``forward``'s arguments (called once, at the public boundary).
+
+        A variant with extra requirements (e.g. self-attention only, a fixed ``seq_len``)
+        extends this method and calls ``super().check_inputs(...)`` first.
+        """
         for name, t, size in (
             ("query", query, self.d_model),
             ("key", key, self.kdim),
@@ -443,6 +420,14 @@ class MultiHeadAttention(nn.Module):
                 "key and value must have the same length, got "
                 f"{tuple(key.shape)} and {tuple(value.shape)}"
             )
+        if not (query.dtype == key.dtype == value.dtype):
+            raise TypeError(
+                f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, "
+                f"{value.dtype}"
+            )
+        if mask is not None:
+            check_mask(mask, (query.shape[0], self.num_heads, query.shape[1], key.shape[1]))
+        check_bool(need_weights, "need_weights")
 
     def forward(
         self,
@@ -459,33 +444,54 @@ class MultiHeadAttention(nn.Module):
             key: ``(batch, n_k, kdim)``; ``value``: ``(batch, n_k, vdim)``. Self-attention passes
                 the same tensor three times.
             mask: optional bool mask, True = may attend, broadcastable to
-                ``(batch, num_heads, n_q, n_k)`` with each dimension equal or 1 (aligned from the
-                right): e.g. ``causal_mask(n)`` ``(n_q, n_k)``, ``key_padding_mask(lengths)``
-                ``(batch, 1, 1, n_k)``, or both combined with ``&``. A 3-D mask is read as
-                ``(num_heads, n_q, n_k)``; a per-example mask needs ``mask[:, None]``.
+                ``(batch, num_heads, n_q, n_k)``: 2-D ``(n_q, n_k)`` or 4-D with each dimension
+                equal or 1, e.g. ``causal_mask(n)``, ``key_padding_mask(lengths)``
+                ``(batch, 1, 1, n_k)``, or both combined with ``&``. A 3-D mask is refused
+                (``mask[:, None]`` per example, ``mask[None]`` per head).
             need_weights: return the per-head weights (explicit path). ``False`` takes the fused
-                fast path (same output, up to rounding) and returns ``None`` as weights.
+                path (same output, up to rounding) and returns ``None`` as weights.
 
         Returns:
             ``out`` ``(batch, n_q, d_model)`` and ``weights`` ``(batch, num_heads, n_q, n_k)``
             (after dropout, as in PyTorch), or ``None``.
         """
-        self._check_inputs(query, key, value)
-        batch, n_q, _ = query.shape
-        n_k = key.shape[1]
-        if mask is not None:
-            check_mask(mask, (batch, self.num_heads, n_q, n_k))
+        if at_boundary():
+            self.check_inputs(query, key, value, mask, need_weights)
+        with inside_library():
+            queries, keys, values = self.project(query, key, value)  # (batch, heads, n, d_head)
+            heads, weights = self.attend(queries, keys, values, mask, need_weights)
+            # heads: (batch, heads, n_q, d_head)
+            out = self.out_proj(merge_heads(heads))  # (batch, n_q, d_model)
+        return out, weights
+
+    # -- the two steps a variant may override ----------------------------------------------
+
+    def project(
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        r"""Step 1: queries, keys and values per head, :math:`Q W^Q`, :math:`K W^K`, :math:`V W^V`
+        cut into heads: each ``(batch, num_heads, n, d_head)``."""
         queries = split_heads(self.q_proj(query), self.num_heads)  # (batch, heads, n_q, d_head)
         keys = split_heads(self.k_proj(key), self.num_heads)  # (batch, heads, n_k, d_head)
         values = split_heads(self.v_proj(value), self.num_heads)  # (batch, heads, n_k, d_head)
+        return queries, keys, values
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None,
+        need_weights: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Step 2: every head attends, ``(batch, heads, n_q, d_head)`` out, and its weights
+        ``(batch, heads, n_q, n_k)`` when ``need_weights`` (else ``None``). ``mask`` was checked
+        at the door: 2-D ``(n_q, n_k)`` or 4-D, True = may attend. Dropout on the weights while
+        training."""
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
-            heads, weights = scaled_dot_product_attention(queries, keys, values, mask, dropout_p)
-        else:
-            heads, weights = fast_attention(queries, keys, values, mask, dropout_p), None
-        # heads: (batch, heads, n_q, d_head)
-        out = self.out_proj(merge_heads(heads))  # (batch, n_q, d_model)
-        return out, weights
+            return scaled_dot_product_attention(q, k, v, mask, dropout_p)
+        return fused_attention(q, k, v, mask, dropout_p), None
 
     def extra_repr(self) -> str:
         return (

@@ -25,6 +25,7 @@ for the course's outputs of a few tokens the difference does not matter.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .utils import check_positive_int, check_tensor
+from .utils import check_non_negative_int, check_positive_int, check_tensor, eval_mode
 
 __all__ = [
     "greedy_decode",
@@ -59,7 +60,7 @@ def _check_model(model: object) -> None:
 
 def _check_ids(bos_id: int, eos_id: int, pad_id: int) -> None:
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("pad_id", pad_id)):
-        check_positive_int(value, name, allow_zero=True)
+        check_non_negative_int(value, name)
     if len({bos_id, eos_id, pad_id}) != 3:
         raise ValueError(
             f"bos_id, eos_id and pad_id must be three different tokens, got {bos_id}, {eos_id}, "
@@ -95,20 +96,9 @@ def _next_log_probs(
     return torch.log_softmax(logits[:, -1].float(), dim=-1)  # (batch, vocab)
 
 
-class _EvalMode:
-    """Context manager: the model in eval mode (no dropout) while decoding, then restored."""
-
-    def __init__(self, model) -> None:
-        self.model = model if isinstance(model, nn.Module) else None
-
-    def __enter__(self) -> None:
-        if self.model is not None:
-            self.was_training = self.model.training
-            self.model.eval()
-
-    def __exit__(self, *exc) -> None:
-        if self.model is not None:
-            self.model.train(self.was_training)
+def _eval_mode(model):
+    """``eval_mode(model)`` for a module; a duck-typed model (encode/decode only) has no mode."""
+    return eval_mode(model) if isinstance(model, nn.Module) else contextlib.nullcontext()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,7 +139,7 @@ def greedy_decode(
     max_len = check_positive_int(max_len, "max_len")
     _check_ids(bos_id, eos_id, pad_id)
     batch = src.shape[0]
-    with _EvalMode(model):
+    with _eval_mode(model):
         memory = model.encode(src)  # (batch, n_src, d_model): the encoder runs once
         tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)  # BEGIN
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
@@ -221,7 +211,7 @@ def beam_search(
     if not (length_penalty >= 0 and math.isfinite(length_penalty)):
         raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty}")
     batch, device = src.shape[0], src.device
-    with _EvalMode(model):
+    with _eval_mode(model):
         memory = model.encode(src)  # (batch, n_src, d_model)
         # Every hypothesis needs its own copy of its source: rows b*beam ... b*beam + beam - 1.
         memory = memory.repeat_interleave(beam_width, dim=0)  # (batch * beam, n_src, d_model)
@@ -292,7 +282,7 @@ def sequence_log_prob(
     counted = _real_tokens(output, eos_id, pad_id)  # (batch, n_out) bool
     # BEGIN + output[:, :-1]; what follows END cannot change earlier positions (causal mask).
     decoder_input = torch.cat([torch.full_like(output[:, :1], bos_id), output[:, :-1]], dim=1)
-    with _EvalMode(model):
+    with _eval_mode(model):
         logits = model.decode(decoder_input, model.encode(src), src=src)  # (batch, n_out, vocab)
     log_probs = torch.log_softmax(logits.float(), dim=-1)
     token_log_probs = log_probs.gather(-1, output[..., None]).squeeze(-1)  # (batch, n_out)

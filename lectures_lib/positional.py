@@ -20,15 +20,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import (
-    MultiHeadAttention,
-    check_mask,
-    fast_attention,
-    merge_heads,
-    scaled_dot_product_attention,
-    split_heads,
-)
-from .utils import check_positive_int, check_tensor
+from .attention import MultiHeadAttention
+from .utils import at_boundary, check_positive_int, check_tensor
 
 __all__ = [
     "sinusoidal_encoding",
@@ -127,17 +120,19 @@ class SinusoidalEncoding(nn.Module):
         self.register_buffer("table", table, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor(x, "x", ndim=3, dtype="floating")
-        batch, seq, d_model = x.shape
-        if d_model != self.d_model:
-            raise ValueError(
-                f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
-            )
-        if seq > self.max_len:
-            raise ValueError(
-                f"x has {seq} positions (shape {tuple(x.shape)}) but this SinusoidalEncoding "
-                f"was built with max_len={self.max_len}: build it with a larger max_len"
-            )
+        if at_boundary():
+            check_tensor(x, "x", ndim=3, dtype="floating")
+            if x.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
+                )
+            if x.shape[1] > self.max_len:
+                raise ValueError(
+                    f"x has {x.shape[1]} positions (shape {tuple(x.shape)}) but this "
+                    f"SinusoidalEncoding was built with max_len={self.max_len}: build it with a "
+                    "larger max_len"
+                )
+        seq = x.shape[1]
         return x + self.table[:seq].to(x.dtype)  # (batch, seq, d_model) + (seq, d_model)
 
     def extra_repr(self) -> str:
@@ -321,11 +316,12 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("sin_table", torch.sin(angles).float(), persistent=False)
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        check_tensor(x, "x", dtype="floating")
-        if x.dim() < 2 or x.shape[-1] != self.d_head:
-            raise ValueError(
-                f"x must have shape (..., seq, d_head={self.d_head}), got {tuple(x.shape)}"
-            )
+        if at_boundary():
+            check_tensor(x, "x", dtype="floating")
+            if x.dim() < 2 or x.shape[-1] != self.d_head:
+                raise ValueError(
+                    f"x must have shape (..., seq, d_head={self.d_head}), got {tuple(x.shape)}"
+                )
         seq = x.shape[-2]
         if positions is not None or seq > self.max_len or x.dtype == torch.float64:
             return apply_rotary(x, positions, self.base)  # angles computed on the fly
@@ -338,17 +334,18 @@ class RotaryEmbedding(nn.Module):
 
 
 class RotarySelfAttention(MultiHeadAttention):
-    r"""Multi-head *self*-attention with rotary position embedding on queries and keys.
+    r"""Multi-head attention with rotary position embedding on queries and keys.
 
-    The same module as :class:`~lectures_lib.attention.MultiHeadAttention` (same parameters,
-    same ``split_heads``/``merge_heads``), changed in one place only, as RoFormer changes the
-    Transformer: after the projections, each head's queries and keys are rotated,
+    The same module as :class:`~lectures_lib.attention.MultiHeadAttention` (same parameters, same
+    ``forward``), changed in one step only, as RoFormer changes the Transformer: it overrides
+    :meth:`project`, so that after the projections each head's queries and keys are rotated,
 
     .. math::
         \alpha_{m,n} = \frac{(R_m\, q_m)\cdot(R_n\, k_n)}{\sqrt{d_{head}}}
         = \frac{q_m^\top R_{n-m}\, k_n}{\sqrt{d_{head}}},
 
     so scores see offsets, never absolute positions, and no vector is added to the inputs.
+    It is an attention factory: ``EncoderTagger(..., attention=RotarySelfAttention)``.
 
     Args:
         d_model, num_heads, dropout, bias: as in ``MultiHeadAttention``; ``d_model / num_heads``
@@ -356,10 +353,12 @@ class RotarySelfAttention(MultiHeadAttention):
         max_len: positions precomputed by the :class:`RotaryEmbedding` (longer inputs work too).
         base: the frequency base (10000).
 
-    ``forward(x, mask=None, positions=None, need_weights=True)``: ``x`` ``(batch, seq,
-    d_model)`` -> ``(out (batch, seq, d_model), weights (batch, heads, seq, seq) or None)``.
-    With all ``positions`` equal (e.g. zeros) nothing is rotated and it equals
-    ``MultiHeadAttention(x, x, x)``. Derived in ``03_positional_encoding.ipynb``.
+    ``forward(query, key, value, mask=None, need_weights=True, *, positions=None)``: as
+    ``MultiHeadAttention``; query ``m`` sits at position ``m`` and key ``n`` at position ``n``
+    (``0 ... seq-1``) unless ``positions`` gives one position per token, ``(seq,)`` or
+    ``(batch, seq)``, used for queries and keys alike (self-attention). With all positions equal
+    nothing is rotated and it equals ``MultiHeadAttention``. Derived in
+    ``03_positional_encoding.ipynb``.
     """
 
     def __init__(
@@ -378,44 +377,55 @@ class RotarySelfAttention(MultiHeadAttention):
                 f"d_model={d_model}, num_heads={num_heads} (d_head={self.d_head})"
             )
         self.rotary = RotaryEmbedding(self.d_head, max_len=max_len, base=base)
+        self._positions: torch.Tensor | None = None  # set by forward(positions=...) for project
 
-    def forward(  # type: ignore[override]
+    def forward(
         self,
-        x: torch.Tensor,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
         mask: torch.Tensor | None = None,
-        positions: torch.Tensor | None = None,
         need_weights: bool = True,
+        *,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        check_tensor(x, "x", ndim=3, dtype="floating")
-        batch, seq, d_model = x.shape
-        if d_model != self.d_model:
-            raise ValueError(
-                f"x must have shape (batch, seq, {self.d_model}), got {tuple(x.shape)}"
-            )
-        if mask is not None:
-            check_mask(mask, (batch, self.num_heads, seq, seq))
-        if positions is not None:  # one position per token: (seq,) or (batch, seq)
-            check_tensor(positions, "positions", ndim=(1, 2))
-            wrong_batch = positions.dim() == 2 and positions.shape[0] not in (1, batch)
-            if positions.shape[-1] != seq or wrong_batch:
-                raise ValueError(
-                    f"positions must have shape (seq,) or (batch, seq) = ({batch}, {seq}), "
-                    f"got {tuple(positions.shape)}"
-                )
+        if positions is not None:
+            if at_boundary():
+                self._check_positions(positions, query, key)
             if positions.dim() == 2:
                 positions = positions[:, None, :]  # (batch, 1, seq): the same for every head
-        queries = split_heads(self.q_proj(x), self.num_heads)  # (batch, heads, seq, d_head)
-        keys = split_heads(self.k_proj(x), self.num_heads)  # (batch, heads, seq, d_head)
-        values = split_heads(self.v_proj(x), self.num_heads)  # (batch, heads, seq, d_head)
-        queries = self.rotary(queries, positions)  # R_m q_m, same shape
-        keys = self.rotary(keys, positions)  # R_n k_n, same shape; values are not rotated
-        dropout_p = self.dropout if self.training else 0.0
-        if need_weights:
-            heads, weights = scaled_dot_product_attention(queries, keys, values, mask, dropout_p)
-        else:
-            heads, weights = fast_attention(queries, keys, values, mask, dropout_p), None
-        # heads: (batch, heads, seq, d_head)
-        return self.out_proj(merge_heads(heads)), weights  # (batch, seq, d_model)
+        self._positions = positions
+        try:
+            return super().forward(query, key, value, mask, need_weights)
+        finally:
+            self._positions = None
+
+    def _check_positions(self, positions: object, query: object, key: object) -> None:
+        check_tensor(positions, "positions", ndim=(1, 2))
+        check_tensor(query, "query", ndim=3)
+        check_tensor(key, "key", ndim=3)
+        batch, seq = query.shape[0], query.shape[1]
+        if key.shape[1] != seq:
+            raise ValueError(
+                "positions=... gives one position per token of a self-attention: query and key "
+                f"must have the same length, got {tuple(query.shape)} and {tuple(key.shape)}"
+            )
+        wrong_batch = positions.dim() == 2 and positions.shape[0] not in (1, batch)
+        if positions.shape[-1] != seq or wrong_batch:
+            raise ValueError(
+                f"positions must have shape (seq,) or (batch, seq) = ({batch}, {seq}), "
+                f"got {tuple(positions.shape)}"
+            )
+
+    def project(
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """MultiHeadAttention's projections, then :math:`R_m q_m` and :math:`R_n k_n` per head
+        (values are not rotated)."""
+        queries, keys, values = super().project(query, key, value)  # (batch, heads, n, d_head)
+        queries = self.rotary(queries, self._positions)  # R_m q_m, same shape
+        keys = self.rotary(keys, self._positions)  # R_n k_n, same shape
+        return queries, keys, values
 
     @classmethod
     def from_torch(  # type: ignore[override]

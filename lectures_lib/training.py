@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm  # plain text bar: works in a terminal and in a stored notebook
 
-from .utils import check_positive_int, check_tensor, get_device
+from .utils import check_positive_int, check_tensor, eval_mode, get_device
 
 __all__ = ["History", "accuracy", "cross_entropy", "evaluate", "fit", "default_forward"]
 
@@ -104,17 +104,15 @@ def evaluate(
     """Accuracy of ``model`` on ``data`` (model put in eval mode, then restored)."""
     _check_data(data, "data")
     device = device or next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     correct, total = 0.0, 0
     n = data[0].shape[0]
-    for start in range(0, n, batch_size):
-        batch = [t[start : start + batch_size].to(device) for t in data]
-        logits, targets = forward_fn(model, batch)
-        count = int((targets != ignore_index).sum()) if ignore_index is not None else targets.numel()
-        correct += accuracy(logits, targets, ignore_index) * count
-        total += count
-    model.train(was_training)
+    with eval_mode(model):
+        for start in range(0, n, batch_size):
+            batch = [t[start : start + batch_size].to(device) for t in data]
+            logits, targets = forward_fn(model, batch)
+            count = int((targets != ignore_index).sum()) if ignore_index is not None else targets.numel()
+            correct += accuracy(logits, targets, ignore_index) * count
+            total += count
     return correct / max(total, 1)
 
 

@@ -1,13 +1,24 @@
-"""Seeding, device selection and the input checks every public function uses.
+"""Seeding, device selection, ``eval_mode`` and the input checks every public function uses.
 
 Defined for the whole course; first used in ``01_self_attention.ipynb``.
+
+**Checks live at the door.** A public function or module validates its arguments once, with a
+message that names the argument, the expected and the actual value. When the library's own code
+calls another public piece of the library (an ``Encoder`` calling its layers, a layer calling its
+attention, attention calling ``split_heads``), the inputs were already checked at the door, so the
+inner calls skip their checks: :func:`inside_library` marks such a region and
+:func:`at_boundary` tells a function whether it is called from outside (check) or from inside
+(trust). A learner who calls any piece directly still gets every check.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import math
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -15,8 +26,15 @@ import torch
 __all__ = [
     "seed_everything",
     "get_device",
+    "eval_mode",
+    "at_boundary",
+    "inside_library",
     "check_tensor",
     "check_positive_int",
+    "check_non_negative_int",
+    "check_bool",
+    "check_probability",
+    "check_qkv",
 ]
 
 
@@ -103,11 +121,116 @@ def check_tensor(
     return x
 
 
-def check_positive_int(value: object, name: str, *, allow_zero: bool = False) -> int:
-    """Raise unless ``value`` is an int > 0 (or >= 0 with ``allow_zero``)."""
+def _check_int(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
-    low = 0 if allow_zero else 1
     if value < low:
         raise ValueError(f"{name} must be >= {low}, got {value}")
     return int(value)
+
+
+def check_positive_int(value: object, name: str) -> int:
+    """Raise unless ``value`` is an int > 0 (a bool is not an int here); return it as ``int``."""
+    return _check_int(value, name, 1)
+
+
+def check_non_negative_int(value: object, name: str) -> int:
+    """Raise unless ``value`` is an int >= 0 (a bool is not an int here); return it as ``int``."""
+    return _check_int(value, name, 0)
+
+
+def check_bool(value: object, name: str) -> bool:
+    """Raise unless ``value`` is a ``bool`` (``"yes"``, ``1`` or ``None`` are not)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__} ({value!r})")
+    return value
+
+
+def check_probability(value: object, name: str = "dropout_p") -> float:
+    """Raise unless ``value`` is a real number in ``[0, 1)`` (a dropout probability)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a float in [0, 1), got {type(value).__name__} ({value!r})")
+    if not (math.isfinite(value) and 0.0 <= value < 1.0):
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
+    return float(value)
+
+
+def check_qkv(q: object, k: object, v: object) -> None:
+    """Queries, keys and values for attention: floating tensors ``(..., n, d)`` that fit together.
+
+    ``q`` ``(..., n_q, d_k)``, ``k`` ``(..., n_k, d_k)``, ``v`` ``(..., n_k, d_v)``, the same
+    leading (batch, head) dimensions and the same dtype.
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(t, name, dtype="floating")
+        if t.dim() < 2:
+            raise ValueError(
+                f"{name} must have at least 2 dimensions (..., seq, features), "
+                f"got shape {tuple(t.shape)}"
+            )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            "queries and keys must have the same feature size d_k to take dot products: "
+            f"q has shape {tuple(q.shape)}, k has shape {tuple(k.shape)}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            "keys and values must come in pairs (same number of positions): "
+            f"k has shape {tuple(k.shape)}, v has shape {tuple(v.shape)}"
+        )
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
+        raise ValueError(
+            "q, k and v must have the same leading (batch/head) dimensions: got "
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks at the door, trust inside
+# ---------------------------------------------------------------------------------------------
+
+_INSIDE_LIBRARY: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "lectures_lib_inside_library", default=False
+)
+
+
+def at_boundary() -> bool:
+    """True when the caller is outside the library (so a public function must check its inputs);
+    False inside a region marked by :func:`inside_library` (inputs were checked at the door)."""
+    return not _INSIDE_LIBRARY.get()
+
+
+@contextlib.contextmanager
+def inside_library() -> Iterator[None]:
+    """Mark a region in which the library calls its own public pieces with checked inputs.
+
+    Public functions called inside it skip their input checks (:func:`at_boundary` is False).
+    The mark is a context variable: it is undone on exit, even after an exception, and it does
+    not leak into other threads.
+    """
+    token = _INSIDE_LIBRARY.set(True)
+    try:
+        yield
+    finally:
+        _INSIDE_LIBRARY.reset(token)
+
+
+@contextlib.contextmanager
+def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Put ``model`` in evaluation mode (no dropout) for the ``with`` block, then restore the
+    mode every sub-module had before, even when the block raises::
+
+        with eval_mode(model):
+            logits = model(tokens)
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, was_training in modes:
+            module.training = was_training

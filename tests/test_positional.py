@@ -310,11 +310,11 @@ def test_rotary_attention_without_rotation_is_multi_head_attention():
     plain.load_state_dict(rotary.state_dict())  # same parameters, the rotation adds none
     x = torch.randn(3, 5, 16)
     same_position = torch.zeros(5, dtype=torch.long)
-    out, weights = rotary(x, positions=same_position)
+    out, weights = rotary(x, x, x, positions=same_position)
     expected, expected_weights = plain(x, x, x)
     assert torch.allclose(out, expected, atol=1e-6)
     assert torch.allclose(weights, expected_weights, atol=1e-6)
-    rotated, _ = rotary(x)
+    rotated, _ = rotary(x, x, x)
     assert not torch.allclose(rotated, expected, atol=1e-3), "default positions do rotate"
 
 
@@ -323,7 +323,7 @@ def test_rotary_attention_from_torch():
     reference = nn.MultiheadAttention(8, 2, batch_first=True)
     ours = RotarySelfAttention.from_torch(reference)
     x = torch.randn(2, 4, 8)
-    out, _ = ours(x, positions=torch.zeros(4))
+    out, _ = ours(x, x, x, positions=torch.zeros(4))
     expected, _ = reference(x, x, x)
     assert torch.allclose(out, expected, atol=1e-6)
     with pytest.raises(ValueError, match="kdim and vdim must equal embed_dim"):
@@ -334,36 +334,53 @@ def test_rotary_attention_is_translation_invariant_and_masks():
     torch.manual_seed(0)
     attention = RotarySelfAttention(16, num_heads=4).eval()
     x = torch.randn(2, 6, 16)
-    out, weights = attention(x)
-    shifted, shifted_weights = attention(x, positions=torch.arange(6) + 97)
+    out, weights = attention(x, x, x)
+    shifted, shifted_weights = attention(x, x, x, positions=torch.arange(6) + 97)
     assert torch.allclose(out, shifted, atol=1e-5), "only offsets matter, not absolute positions"
     assert torch.allclose(weights, shifted_weights, atol=1e-5)
     per_sequence = torch.stack((torch.arange(6), torch.arange(6) + 50))  # (batch, seq)
-    assert torch.allclose(attention(x, positions=per_sequence)[0], out, atol=1e-5)
+    assert torch.allclose(attention(x, x, x, positions=per_sequence)[0], out, atol=1e-5)
     # padding: the last two keys of sequence 1 may not be attended to
     mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
     mask[1, ..., 4:] = False
-    masked_out, masked_weights = attention(x, mask)
+    masked_out, masked_weights = attention(x, x, x, mask)
     assert torch.equal(masked_weights[1, :, :, 4:], torch.zeros(4, 6, 2))
-    truncated, _ = attention(x[1:, :4])
+    x_short = x[1:, :4]
+    truncated, _ = attention(x_short, x_short, x_short)
     assert torch.allclose(masked_out[1, :4], truncated[0], atol=1e-5)
-    fast, none = attention(x, mask, need_weights=False)
+    fast, none = attention(x, x, x, mask, need_weights=False)
     assert none is None and torch.allclose(fast, masked_out, atol=1e-5)
 
 
 def test_rotary_attention_gradients_and_errors():
     attention = RotarySelfAttention(8, num_heads=2)
     x = torch.randn(2, 3, 8, requires_grad=True)
-    attention(x)[0].sum().backward()
+    attention(x, x, x)[0].sum().backward()
     assert x.grad is not None and attention.q_proj.weight.grad.abs().sum() > 0
     with pytest.raises(ValueError, match=r"even d_head.*d_head=3"):
         RotarySelfAttention(6, num_heads=2)
     with pytest.raises(ValueError, match=r"positions must have shape \(seq,\) or \(batch, seq\)"):
-        attention(x, positions=torch.arange(4))
-    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq, 8\)"):
-        attention(torch.randn(2, 3, 4))
+        attention(x, x, x, positions=torch.arange(4))
+    short = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"query must have shape \(batch, seq, 8\)"):
+        attention(short, short, short)
     with pytest.raises(ValueError, match="mask"):
-        attention(x, torch.ones(3, 3, 3, dtype=torch.bool))
+        attention(x, x, x, torch.ones(3, 3, 3, dtype=torch.bool))
+
+
+def test_rotary_attention_is_an_override_of_project_only():
+    # The seam: RotarySelfAttention changes how queries and keys are formed, nothing else.
+    assert RotarySelfAttention.attend is MultiHeadAttention.attend
+    assert RotarySelfAttention.project is not MultiHeadAttention.project
+    torch.manual_seed(0)
+    attention = RotarySelfAttention(8, num_heads=2)
+    x = torch.randn(2, 5, 8)
+    q, k, v = attention.project(x, x, x)  # (batch, heads, seq, d_head) each
+    plain_q, plain_k, plain_v = MultiHeadAttention.project(attention, x, x, x)
+    assert torch.equal(v, plain_v), "values are not rotated"
+    assert torch.allclose(q[:, :, 0], plain_q[:, :, 0]), "position 0 is not rotated"
+    assert torch.allclose(q.norm(dim=-1), plain_q.norm(dim=-1), atol=1e-6), "rotations keep norms"
+    assert not torch.allclose(k, plain_k), "later positions are rotated"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from ..utils import check_positive_int, check_tensor
+from ..utils import check_non_negative_int, check_positive_int, check_tensor
 
 __all__ = [
     "LOOKUP_IGNORE_INDEX",
@@ -157,7 +157,7 @@ def _check_sizes(n_symbols: int, n_values: int, min_len: int, max_len: int,
     check_positive_int(n_values, "n_values")
     check_positive_int(min_len, "min_len")
     check_positive_int(max_len, "max_len")
-    check_positive_int(min_distance, "min_distance", allow_zero=True)
+    check_non_negative_int(min_distance, "min_distance")
     if n_values < 2:
         raise ValueError(f"n_values must be >= 2 (with one value there is nothing to learn), "
                          f"got {n_values}")

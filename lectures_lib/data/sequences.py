@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from ..utils import check_positive_int
+from ..utils import check_non_negative_int, check_positive_int
 
 __all__ = ["reverse_task", "sort_task", "sequence_task", "sequence_task_splits"]
 
@@ -33,7 +33,7 @@ def _check_sizes(n_examples, seq_len, vocab_size, min_len, pad_id) -> tuple[int,
     min_len = seq_len if min_len is None else check_positive_int(min_len, "min_len")
     if min_len > seq_len:
         raise ValueError(f"min_len={min_len} is larger than seq_len={seq_len}")
-    pad_id = check_positive_int(pad_id, "pad_id", allow_zero=True)
+    pad_id = check_non_negative_int(pad_id, "pad_id")
     if pad_id >= vocab_size:
         raise ValueError(f"pad_id={pad_id} must be a token id below vocab_size={vocab_size}")
     if vocab_size < 2:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..utils import check_positive_int
+from ..utils import check_non_negative_int, check_positive_int
 
 __all__ = [
     "PAD",
@@ -141,7 +141,7 @@ class Vocab:
 def number_to_words(n: int) -> str:
     """English words of ``0 <= n <= 999_999`` without "and" or hyphens: ``3042 -> "three thousand
     forty two"``, ``115 -> "one hundred fifteen"``, ``0 -> "zero"``."""
-    check_positive_int(n, "n", allow_zero=True)
+    check_non_negative_int(n, "n")
     if n > MAX_NUMBER:
         raise ValueError(f"n must be <= {MAX_NUMBER}, got {n}")
     if n == 0:
@@ -173,7 +173,7 @@ def number_to_digits(n: int, width: int | None = None) -> str:
 
     With ``width``, leading zeros fill up to ``width`` digits: ``(42, 4) -> "0 0 4 2"``.
     """
-    check_positive_int(n, "n", allow_zero=True)
+    check_non_negative_int(n, "n")
     digits = str(n)
     if width is not None:
         width = check_positive_int(width, "width")
@@ -280,7 +280,7 @@ def make_translation_data(
     """
     n_train = check_positive_int(n_train, "n_train")
     n_test = check_positive_int(n_test, "n_test")
-    max_number = check_positive_int(max_number, "max_number", allow_zero=True)
+    max_number = check_non_negative_int(max_number, "max_number")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     if direction not in DIRECTIONS:

@@ -1,0 +1,591 @@
+r"""Transformer layers: layer norm, the residual connection, feed-forward, encoder and decoder
+layers (and their ``from_torch``).
+
+Derived in ``04_transformer_encoder.ipynb`` (``layer_norm``, ``sublayer_connection``,
+``FeedForward``, ``EncoderLayer``) and ``05_transformer_decoder.ipynb`` (``DecoderLayer``).
+The stacks and whole models built from these layers are in :mod:`lectures_lib.models`.
+
+Every block wraps its two (encoder) or three (decoder) sub-layers in a residual connection
+(残差连接) :math:`Y = X + H(X)` and a layer normalisation (层归一化). Two orders exist, and both
+are selectable with ``norm_first``:
+
+* **Post-LN** (``norm_first=False``), the order of the original paper (Vaswani et al., 2017):
+  :math:`x \leftarrow \operatorname{LN}(x + \operatorname{Sublayer}(x))`;
+* **Pre-LN** (``norm_first=True``), the order most code uses today (Xiong et al., 2020):
+  :math:`x \leftarrow x + \operatorname{Sublayer}(\operatorname{LN}(x))`; a stack of Pre-LN
+  layers then needs one final LayerNorm (``Encoder(..., final_norm=True)``).
+
+**Attention is pluggable.** Each layer builds its attention from a *factory*
+``factory(d_model, num_heads, dropout) -> module`` whose module has
+:class:`~lectures_lib.attention.MultiHeadAttention`'s ``forward(query, key, value, mask=None,
+need_weights=True) -> (out, weights or None)``: a class (``LocalAttention``) or a
+``functools.partial`` (``partial(LocalAttention, window=4)``); None means ``MultiHeadAttention``.
+
+Conventions are the course's: batch-first tensors ``(batch, seq, d_model)``, boolean masks with
+**True = "may attend"** broadcasting to ``(batch, heads, n_queries, n_keys)``. PyTorch's
+``nn.Transformer*`` modules use the opposite for their boolean masks (True = "blocked"): pass
+``~our_mask`` there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .masks import check_mask
+from .utils import (
+    at_boundary,
+    check_bool,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    eval_mode,
+    inside_library,
+)
+
+__all__ = [
+    "AttentionFactory",
+    "make_attention",
+    "layer_norm",
+    "sublayer_connection",
+    "FeedForward",
+    "EncoderLayer",
+    "DecoderLayer",
+]
+
+#: ``factory(d_model, num_heads, dropout) -> module`` with MultiHeadAttention's forward signature.
+AttentionFactory = Callable[[int, int, float], nn.Module]
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers: input checks, activations, the attention factory
+# ---------------------------------------------------------------------------------------------
+
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _activation_name(activation: object) -> str:
+    """Map ``"relu"``/``"gelu"``, ``F.relu``/``F.gelu`` or ``nn.ReLU()``/``nn.GELU()`` to a name."""
+    if isinstance(activation, str) and activation in _ACTIVATIONS:
+        return activation
+    if activation is F.relu or activation is torch.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
+        return "gelu"
+    raise ValueError(
+        "activation must be 'relu' or 'gelu' (or F.relu / torch.relu / F.gelu / nn.ReLU() / "
+        f"nn.GELU()), got {activation!r}"
+    )
+
+
+def check_sequence(x: object, name: str, d_model: int) -> torch.Tensor:
+    """``x`` must be a floating tensor ``(batch, seq, d_model)``."""
+    check_tensor(x, name, ndim=3, dtype="floating")
+    if x.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} must have shape (batch, seq, d_model={d_model}), got {tuple(x.shape)}: "
+            "its last dimension does not match the layer's d_model"
+        )
+    return x
+
+
+
+def check_eps(eps: object, name: str) -> float:
+    """A LayerNorm epsilon: a finite real number > 0."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise TypeError(f"{name} must be a float > 0, got {type(eps).__name__} ({eps!r})")
+    if not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {eps!r}")
+    return float(eps)
+
+
+def _reset_parameters(module: nn.Module) -> None:
+    """Re-initialise every sub-module that knows how (``nn.Linear``, ``nn.LayerNorm``, ...)."""
+    for sub in module.modules():
+        if sub is not module and hasattr(sub, "reset_parameters"):
+            sub.reset_parameters()
+
+
+
+def make_attention(
+    factory: AttentionFactory | None,
+    d_model: int,
+    num_heads: int,
+    dropout: float,
+    bias: bool = True,
+    name: str = "attention",
+) -> nn.Module:
+    """Build one attention module: ``factory(d_model, num_heads, dropout)``, or the course's
+    ``MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)`` when ``factory`` is
+    None (``bias`` applies to the default only: a factory builds its module its own way)."""
+    if factory is None:
+        return MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
+    if isinstance(factory, nn.Module) or not callable(factory):
+        raise TypeError(
+            f"{name} must be None or a factory: a callable factory(d_model, num_heads, dropout) "
+            "-> module, e.g. a class or functools.partial(LocalAttention, window=4); got "
+            f"{type(factory).__name__} (pass the class, not an instance: every layer builds its own)"
+        )
+    module = factory(d_model, num_heads, dropout)
+    if not isinstance(module, nn.Module):
+        raise TypeError(
+            f"the {name} factory must return an nn.Module, got {type(module).__name__}"
+        )
+    return module
+
+
+def _detached(weights: torch.Tensor | None) -> torch.Tensor | None:
+    return weights.detach() if weights is not None else None
+
+
+def _weights_of(weights: torch.Tensor | None) -> torch.Tensor:
+    if weights is None:
+        raise RuntimeError(
+            "this attention returned no weights (need_weights=True gave None): an attention "
+            "variant that never builds the N x N matrix cannot draw an attention map"
+        )
+    return weights
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer normalisation and the residual connection
+# ---------------------------------------------------------------------------------------------
+
+
+def layer_norm(
+    x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
+    r"""Layer normalisation (层归一化): normalise each token over its own features.
+
+    .. math::
+        \mu = \frac{1}{d}\sum_{j} x_j, \qquad
+        \sigma^2 = \frac{1}{d}\sum_{j} (x_j - \mu)^2, \qquad
+        y_j = \gamma_j \, \frac{x_j - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta_j
+
+    The mean and the (biased, divide-by-d) variance are taken over the **last** dimension only, so
+    every token is normalised on its own, whatever the batch or the sequence length; BatchNorm
+    instead normalises each feature over the batch. Same result as ``nn.LayerNorm(d)`` and
+    ``F.layer_norm``. ``x``: ``(..., d)``; ``gamma``, ``beta``: ``(d,)``.
+    Derived in ``04_transformer_encoder.ipynb``.
+    """
+    check_tensor(x, "x", dtype="floating")
+    if x.dim() == 0:
+        raise ValueError("x must have at least 1 dimension (..., d), got a scalar")
+    d = x.shape[-1]
+    check_tensor(gamma, "gamma", shape=(d,))
+    check_tensor(beta, "beta", shape=(d,))
+    eps = check_eps(eps, "eps")
+    mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1), biased (divide by d)
+    normalised = (x - mean) / torch.sqrt(variance + eps)  # (..., d)
+    return gamma * normalised + beta
+
+
+def sublayer_connection(
+    x: torch.Tensor,
+    sublayer: Callable[[torch.Tensor], torch.Tensor],
+    norm: Callable[[torch.Tensor], torch.Tensor],
+    norm_first: bool = False,
+) -> torch.Tensor:
+    r"""Residual connection plus LayerNorm around one sub-layer, in either order.
+
+    * Post-LN (``norm_first=False``, the original paper): :math:`\operatorname{LN}(x + H(x))`;
+    * Pre-LN (``norm_first=True``, most code today): :math:`x + H(\operatorname{LN}(x))`.
+
+    ``sublayer`` is :math:`H` (attention or feed-forward, dropout included), ``norm`` the
+    LayerNorm. In Pre-LN the residual path :math:`x \to x + \dots` never passes through a norm.
+    Derived in ``04_transformer_encoder.ipynb``.
+    """
+    if at_boundary():
+        check_bool(norm_first, "norm_first")
+    if norm_first:
+        return x + sublayer(norm(x))
+    return norm(x + sublayer(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# Feed-forward network
+# ---------------------------------------------------------------------------------------------
+
+
+class FeedForward(nn.Module):
+    r"""Position-wise feed-forward network: two linear maps with an activation between.
+
+    .. math:: \operatorname{FFN}(x) = W_2\, \operatorname{act}(W_1 x + b_1) + b_2
+
+    applied to every position separately (the same weights for each token).
+
+    Args:
+        d_model: size of the input and output vectors.
+        d_ff: size of the hidden layer (the paper uses ``4 * d_model``).
+        dropout: dropout after the activation (training only), as in PyTorch's layers.
+        activation: ``"relu"`` (the paper) or ``"gelu"`` (BERT, GPT).
+        bias: biases on the two linear maps.
+
+    Derived in ``04_transformer_encoder.ipynb``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str | Callable = "relu",
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        self.d_model = check_positive_int(d_model, "d_model")
+        self.d_ff = check_positive_int(d_ff, "d_ff")
+        bias = check_bool(bias, "bias")
+        self.activation = _activation_name(activation)
+        self.linear1 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # W_1: d_model -> d_ff
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.linear2 = nn.Linear(self.d_ff, self.d_model, bias=bias)  # W_2: d_ff -> d_model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: ``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``."""
+        if at_boundary():
+            check_sequence(x, "x", self.d_model)
+        hidden = _ACTIVATIONS[self.activation](self.linear1(x))  # (batch, seq, d_ff)
+        return self.linear2(self.dropout(hidden))  # (batch, seq, d_model)
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"
+
+
+def _copy_feed_forward(ours: FeedForward, linear1: nn.Linear, linear2: nn.Linear) -> None:
+    with torch.no_grad():
+        ours.linear1.weight.copy_(linear1.weight)
+        ours.linear2.weight.copy_(linear2.weight)
+        if linear1.bias is not None:
+            ours.linear1.bias.copy_(linear1.bias)
+            ours.linear2.bias.copy_(linear2.bias)
+
+
+def _copy_norm(ours: nn.LayerNorm, theirs: nn.LayerNorm) -> None:
+    with torch.no_grad():
+        ours.weight.copy_(theirs.weight)
+        if theirs.bias is not None:
+            ours.bias.copy_(theirs.bias)
+
+
+def _torch_layer_settings(layer: nn.Module) -> dict:
+    """The constructor arguments of our layers that reproduce a PyTorch Transformer layer."""
+    norms = [m for name, m in layer.named_children() if name.startswith("norm")]
+    eps = {norm.eps for norm in norms}
+    if len(eps) != 1:
+        raise ValueError(f"all LayerNorms of the layer must share one eps, got {sorted(eps)}")
+    has_bias = layer.linear1.bias is not None
+    if any((norm.bias is not None) != has_bias for norm in norms) or (
+        (layer.self_attn.in_proj_bias is not None) != has_bias
+    ):
+        raise ValueError("mixed bias settings are not supported: all biases on, or all off")
+    if any(not norm.elementwise_affine for norm in norms):
+        raise ValueError("LayerNorms without elementwise_affine are not supported")
+    return {
+        "d_model": layer.self_attn.embed_dim,
+        "num_heads": layer.self_attn.num_heads,
+        "d_ff": layer.linear1.out_features,
+        "dropout": layer.dropout.p,
+        "activation": _activation_name(layer.activation),
+        "norm_first": bool(layer.norm_first),
+        "layer_norm_eps": eps.pop(),
+        "bias": has_bias,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoder layer
+# ---------------------------------------------------------------------------------------------
+
+
+class EncoderLayer(nn.Module):
+    r"""One encoder block (编码器): self-attention and a feed-forward network, each wrapped in a
+    residual connection and a LayerNorm.
+
+    Post-LN (``norm_first=False``, the original paper, and PyTorch's default)::
+
+        x = LN_1(x + Dropout(MHA(x, x, x)))
+        x = LN_2(x + Dropout(FFN(x)))
+
+    Pre-LN (``norm_first=True``, most code today)::
+
+        x = x + Dropout(MHA(LN_1(x)))
+        x = x + Dropout(FFN(LN_2(x)))
+
+    Args:
+        d_model: size of every token vector.
+        num_heads: attention heads; must divide ``d_model``.
+        d_ff: hidden size of the feed-forward network.
+        dropout: dropout on attention weights, inside the FFN and on each sub-layer's output.
+        activation: ``"relu"`` or ``"gelu"``.
+        norm_first: False = Post-LN (paper), True = Pre-LN.
+        layer_norm_eps: the :math:`\varepsilon` of both LayerNorms.
+        bias: biases in the projections, the FFN and the LayerNorms (as PyTorch's ``bias``).
+        attention: the self-attention as a factory ``attention(d_model, num_heads, dropout) ->
+            module`` with :class:`~lectures_lib.attention.MultiHeadAttention`'s ``forward``
+            signature (a variant class, or ``functools.partial(Variant, window=4)``); None means
+            ``MultiHeadAttention`` (with ``bias``).
+
+    ``forward(x, mask=None, need_weights=False)``: ``x`` ``(batch, seq, d_model)``; ``mask`` a
+    bool mask (True = may attend) broadcasting to ``(batch, heads, seq, seq)``, e.g. a key-padding
+    mask ``(batch, 1, 1, seq)``. With ``need_weights=True`` the per-head attention weights
+    ``(batch, heads, seq, seq)`` are kept in ``self.last_attention``; otherwise attention takes the
+    fused path and ``last_attention`` is None. :meth:`attention_maps` runs one forward in eval
+    mode and returns those weights. Derived in ``04_transformer_encoder.ipynb``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str | Callable = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        bias: bool = True,
+        *,
+        attention: AttentionFactory | None = None,
+    ) -> None:
+        super().__init__()
+        dropout = check_probability(dropout, "dropout")
+        self.d_model = check_positive_int(d_model, "d_model")
+        self.num_heads = check_positive_int(num_heads, "num_heads")
+        self.norm_first = check_bool(norm_first, "norm_first")
+        layer_norm_eps = check_eps(layer_norm_eps, "layer_norm_eps")
+        bias = check_bool(bias, "bias")
+        self.self_attn = make_attention(attention, d_model, num_heads, dropout, bias, "attention")
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias=bias)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.last_attention: torch.Tensor | None = None
+
+    def _self_attention(self, x, mask, need_weights):
+        out, weights = self.self_attn(x, x, x, mask, need_weights=need_weights)
+        self.last_attention = _detached(weights) if need_weights else None
+        return self.dropout1(out)  # (batch, seq, d_model)
+
+    def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool) -> None:
+        """Validate ``forward``'s arguments (once, at the public boundary)."""
+        check_sequence(x, "x", self.d_model)
+        if mask is not None:
+            check_mask(mask, (x.shape[0], self.num_heads, x.shape[1], x.shape[1]))
+        check_bool(need_weights, "need_weights")
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
+    ) -> torch.Tensor:
+        if at_boundary():
+            self.check_inputs(x, mask, need_weights)
+        with inside_library():
+            x = sublayer_connection(
+                x, lambda h: self._self_attention(h, mask, need_weights), self.norm1,
+                self.norm_first,
+            )
+            return sublayer_connection(
+                x, lambda h: self.dropout2(self.feed_forward(h)), self.norm2, self.norm_first
+            )
+
+    @torch.no_grad()
+    def attention_maps(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Run one forward in eval mode and return its self-attention weights
+        ``(batch, heads, seq, seq)``."""
+        with eval_mode(self):
+            self(x, mask, need_weights=True)
+        return _weights_of(self.last_attention)
+
+    def reset_parameters(self) -> None:
+        """Fresh random weights (used by :class:`Encoder` so that copies share nothing)."""
+        _reset_parameters(self)
+
+    @classmethod
+    def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
+        """Build an equivalent course layer from a PyTorch ``nn.TransformerEncoderLayer``.
+
+        Copies every weight and the settings (Post-LN or Pre-LN, relu or gelu, bias, eps,
+        dropout). Masks are *not* converted: PyTorch's ``src_key_padding_mask`` is True at padding
+        ("blocked"), ours is True where a key may be attended, so pass
+        ``(~src_key_padding_mask)[:, None, None, :]`` here. Our layer is always batch-first.
+        """
+        if not isinstance(layer, nn.TransformerEncoderLayer):
+            raise TypeError(f"expected nn.TransformerEncoderLayer, got {type(layer).__name__}")
+        ours = cls(**_torch_layer_settings(layer))
+        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
+        ours = ours.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
+        _copy_feed_forward(ours.feed_forward, layer.linear1, layer.linear2)
+        _copy_norm(ours.norm1, layer.norm1)
+        _copy_norm(ours.norm2, layer.norm2)
+        return ours.train(layer.training)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoder layer
+# ---------------------------------------------------------------------------------------------
+
+
+class DecoderLayer(nn.Module):
+    r"""One decoder block (解码器): masked self-attention, cross-attention (交叉注意力) to the
+    encoder's output, and a feed-forward network; each with a residual connection and LayerNorm.
+
+    Post-LN (``norm_first=False``, the paper)::
+
+        x = LN_1(x + Dropout(MHA(x, x, x, tgt_mask)))
+        x = LN_2(x + Dropout(MHA(x, memory, memory, memory_mask)))   # queries from the decoder
+        x = LN_3(x + Dropout(FFN(x)))
+
+    Pre-LN (``norm_first=True``) applies each LN to the sub-layer's input instead:
+    ``x = x + Dropout(Sublayer(LN(x)))`` (the memory is not normalised here).
+
+    Arguments as :class:`EncoderLayer`. ``forward(x, memory, tgt_mask=None, memory_mask=None,
+    need_weights=False)``: ``x`` ``(batch, n_tgt, d_model)``, ``memory`` ``(batch, n_src,
+    d_model)``; ``tgt_mask`` broadcasts to ``(batch, heads, n_tgt, n_tgt)`` (causal, and key
+    padding), ``memory_mask`` to ``(batch, heads, n_tgt, n_src)``; True = may attend. With
+    ``need_weights=True`` the weights are kept in ``last_attention`` (self) and
+    ``last_cross_attention`` (cross); :meth:`attention_maps` runs one forward in eval mode and
+    returns both. ``self_attention`` and ``cross_attention`` are attention factories (see
+    :class:`EncoderLayer`; None = ``MultiHeadAttention``). Derived in
+    ``05_transformer_decoder.ipynb``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str | Callable = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        bias: bool = True,
+        *,
+        self_attention: AttentionFactory | None = None,
+        cross_attention: AttentionFactory | None = None,
+    ) -> None:
+        super().__init__()
+        dropout = check_probability(dropout, "dropout")
+        self.d_model = check_positive_int(d_model, "d_model")
+        self.num_heads = check_positive_int(num_heads, "num_heads")
+        self.norm_first = check_bool(norm_first, "norm_first")
+        layer_norm_eps = check_eps(layer_norm_eps, "layer_norm_eps")
+        bias = check_bool(bias, "bias")
+        self.self_attn = make_attention(
+            self_attention, d_model, num_heads, dropout, bias, "self_attention"
+        )
+        self.cross_attn = make_attention(
+            cross_attention, d_model, num_heads, dropout, bias, "cross_attention"
+        )
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias=bias)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+        self.last_attention: torch.Tensor | None = None
+        self.last_cross_attention: torch.Tensor | None = None
+
+    def _self_attention(self, x, mask, need_weights):
+        out, weights = self.self_attn(x, x, x, mask, need_weights=need_weights)
+        self.last_attention = _detached(weights) if need_weights else None
+        return self.dropout1(out)  # (batch, n_tgt, d_model)
+
+    def _cross_attention(self, x, memory, mask, need_weights):
+        # Queries from the decoder, keys and values from the encoder's output (the memory).
+        out, weights = self.cross_attn(x, memory, memory, mask, need_weights=need_weights)
+        self.last_cross_attention = _detached(weights) if need_weights else None
+        return self.dropout2(out)  # (batch, n_tgt, d_model)
+
+    def check_inputs(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        tgt_mask: torch.Tensor | None,
+        memory_mask: torch.Tensor | None,
+        need_weights: bool,
+    ) -> None:
+        """Validate ``forward``'s arguments (once, at the public boundary)."""
+        check_sequence(x, "x", self.d_model)
+        check_sequence(memory, "memory", self.d_model)
+        if memory.shape[0] != x.shape[0]:
+            raise ValueError(
+                "x and memory must have the same batch size, got x "
+                f"{tuple(x.shape)} and memory {tuple(memory.shape)}"
+            )
+        batch, n_tgt, n_src = x.shape[0], x.shape[1], memory.shape[1]
+        if tgt_mask is not None:
+            check_mask(tgt_mask, (batch, self.num_heads, n_tgt, n_tgt))
+        if memory_mask is not None:
+            check_mask(memory_mask, (batch, self.num_heads, n_tgt, n_src))
+        check_bool(need_weights, "need_weights")
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> torch.Tensor:
+        if at_boundary():
+            self.check_inputs(x, memory, tgt_mask, memory_mask, need_weights)
+        with inside_library():
+            x = sublayer_connection(
+                x, lambda h: self._self_attention(h, tgt_mask, need_weights), self.norm1,
+                self.norm_first,
+            )
+            x = sublayer_connection(
+                x, lambda h: self._cross_attention(h, memory, memory_mask, need_weights),
+                self.norm2, self.norm_first,
+            )
+            return sublayer_connection(
+                x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
+            )
+
+    @torch.no_grad()
+    def attention_maps(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """Run one forward in eval mode and return ``{"self": (batch, heads, n_tgt, n_tgt),
+        "cross": (batch, heads, n_tgt, n_src)}``."""
+        with eval_mode(self):
+            self(x, memory, tgt_mask, memory_mask, need_weights=True)
+        return {
+            "self": _weights_of(self.last_attention),
+            "cross": _weights_of(self.last_cross_attention),
+        }
+
+    def reset_parameters(self) -> None:
+        """Fresh random weights (used by :class:`Decoder` so that copies share nothing)."""
+        _reset_parameters(self)
+
+    @classmethod
+    def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
+        """Build an equivalent course layer from a PyTorch ``nn.TransformerDecoderLayer``.
+
+        Copies every weight and setting (norm order, activation, bias, eps, dropout). Masks are
+        not converted: PyTorch's bool ``tgt_mask`` and ``*_key_padding_mask`` mean "blocked" where
+        True; ours mean "may attend". Our layer is always batch-first.
+        """
+        if not isinstance(layer, nn.TransformerDecoderLayer):
+            raise TypeError(f"expected nn.TransformerDecoderLayer, got {type(layer).__name__}")
+        ours = cls(**_torch_layer_settings(layer))
+        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
+        ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
+        ours = ours.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
+        _copy_feed_forward(ours.feed_forward, layer.linear1, layer.linear2)
+        _copy_norm(ours.norm1, layer.norm1)
+        _copy_norm(ours.norm2, layer.norm2)
+        _copy_norm(ours.norm3, layer.norm3)
+        return ours.train(layer.training)
