@@ -28,9 +28,9 @@ help:
 	@echo "options: TORCH=cpu (CPU-only torch on Linux), WORKERS=N, STUDENT=1"
 
 $(STAMP): pyproject.toml
-	@echo "== Installing the course into $(VENV) (first time only). With PyPI's torch this is"
-	@echo "== about 1.3 GB on disk and a few minutes; on Linux PyPI's torch adds several GB of"
-	@echo "== CUDA wheels unless you run with TORCH=cpu (see README, Install)."
+	@echo "== Installing the course into $(VENV) (first time only: 3-7 minutes, about 1.5 GB on"
+	@echo "== disk with the CPU build of torch). On Linux, PyPI's torch is the CUDA build: about"
+	@echo "== 2.7 GB more to download, unless you run with TORCH=cpu (see README, Install)."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 	$(if $(TORCH),$(BIN)/python -m pip install '$(TORCH_SPEC)' --index-url https://download.pytorch.org/whl/$(TORCH))
