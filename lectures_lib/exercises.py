@@ -9,7 +9,8 @@ way (``make student`` runs this tool). In the student version:
   and the checker below it says "not implemented yet";
 * every region from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` is removed;
 * in a markdown (or raw) cell, a solution region becomes ``YOUR ANSWER HERE``;
-* all outputs and execution counts are cleared.
+* code cells that held a solution or hidden tests lose their outputs and execution count; every
+  other output (the teaching plots and tables) is kept.
 
 nbgrader metadata is generated, never written by hand (:func:`annotate_notebook`). An exercise
 begins with a markdown cell ``**Exercise N — title (P points).**`` and runs to the next exercise
@@ -292,11 +293,12 @@ def release_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     student = annotate_notebook(nb, name)
     for index, cell in enumerate(student.cells):
         try:
+            regions = find_regions(cell.source)
             cell.source = strip_solutions(cell.source, cell.cell_type)
         except MarkerError as error:
             raise MarkerError(f"{name}, cell {index} ({cell.cell_type}): {error}") from None
-        if cell.cell_type == "code":
-            cell.outputs = []
+        if cell.cell_type == "code" and regions:  # outputs of solutions and hidden tests go;
+            cell.outputs = []  # teaching outputs (plots, tables) stay
             cell.execution_count = None
         cell.metadata.pop("execution", None)  # nbclient's timing, if it was recorded
     return student
@@ -379,12 +381,13 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     release_parser = commands.add_parser(
         "release",
-        help="write student versions: solutions replaced, hidden tests removed, outputs cleared",
+        help="write student versions: solutions replaced, hidden tests removed",
         description=(
             "Write the student version of each notebook: '### BEGIN SOLUTION' ... '### END "
             "SOLUTION' becomes `raise NotImplementedError()` (YOUR ANSWER HERE in markdown), "
-            "'### BEGIN HIDDEN TESTS' ... '### END HIDDEN TESTS' is removed, outputs are cleared, "
-            "and the exercise cells get nbgrader metadata."
+            "'### BEGIN HIDDEN TESTS' ... '### END HIDDEN TESTS' is removed, the outputs of "
+            "those cells are cleared (the other outputs are kept), and the exercise cells get "
+            "nbgrader metadata."
         ),
     )
     release_parser.add_argument("source", type=Path, help="a notebook, or a folder of notebooks")

@@ -4,17 +4,97 @@ This is what ``make notebooks`` runs. Each notebook runs top to bottom in a fres
 folder as working directory), exactly as a student runs it; the stored outputs (plots included)
 are what readers of the repository see, and nbval compares the cells marked
 ``# NBVAL_CHECK_OUTPUT`` against them. A notebook that raises is reported and left unchanged.
+
+Stored outputs must read well in a static view (GitHub, nbviewer, the site of ``make site``) and
+must not change from one run to the next, so that ``make notebooks`` twice leaves ``git diff``
+empty. Two things see to that:
+
+* the kernel runs with :data:`STORED_OUTPUT_ENV`: tqdm's environment overrides give every
+  progress bar a format without elapsed time, remaining time or speed;
+* :func:`clean_stream_outputs` merges each run of consecutive stream outputs and applies the
+  carriage returns a terminal would, so a progress bar is stored as its final line only, instead
+  of one output per refresh.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import time
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+# tqdm (>= 4.66) reads TQDM_<ARGUMENT> environment variables as defaults for its arguments.
+# The stored bar shows what is the same on every run: description, percentage, count, postfix.
+STORED_OUTPUT_ENV = {
+    "TQDM_BAR_FORMAT": "{l_bar}{bar}| {n_fmt}/{total_fmt}{postfix}",
+    "TQDM_MININTERVAL": "3600",  # no intermediate frames where the caller leaves the default
+}
+
+# Everything on a line up to a carriage return that more text follows (what a terminal overwrites).
+_OVERWRITTEN = re.compile(r"[^\n]*\r(?=[^\r\n])")
+_BACKSPACE = re.compile("[^\n\x08]\x08")  # a character, then a backspace (\x08) erasing it
+
+
+def apply_control_characters(text: str) -> str:
+    """``text`` as a terminal shows it: ``\\r`` returns to the line's start, ``\\b`` erases.
+
+    Progress bars redraw their line with ``\\r``; only the last drawing survives. Trailing spaces
+    that padded a shorter redraw are removed from the lines that were redrawn.
+    """
+    while True:
+        shorter = _BACKSPACE.sub("", text)
+        if shorter == text:
+            break
+        text = shorter
+    lines = []
+    for line in text.split("\n"):
+        redrawn = "\r" in line
+        line = _OVERWRITTEN.sub("", line).replace("\r", "")
+        lines.append(line.rstrip(" ") if redrawn else line)
+    return "\n".join(lines)
+
+
+def clean_stream_outputs(outputs: list) -> list:
+    """Merge consecutive stream outputs of the same stream and apply their control characters.
+
+    Only *consecutive* outputs are merged, so the order of text, plots and tables is kept. A line
+    that a stream left open (a bar's last frame) is completed by that stream's next text, even
+    when the kernel sent other outputs in between (ipykernel sends a flushed bar frame at once
+    but the bar's closing newline only with its next timed flush). Returns a new list; outputs
+    left empty (a bar drawn and erased) are dropped.
+    """
+    cleaned: list = []
+    open_lines: dict = {}  # stream name -> its last output, when that ends inside a line
+    for output in outputs:
+        if output.get("output_type") != "stream":
+            cleaned.append(output)
+            continue
+        name, text = output["name"], output["text"]
+        if name in open_lines:
+            head, newline, text = text.partition("\n")
+            open_lines[name]["text"] += head + newline
+            if newline:
+                del open_lines[name]
+        if not text:
+            continue
+        previous = cleaned[-1] if cleaned else None
+        if previous is not None and previous.get("output_type") == "stream" and previous["name"] == name:
+            previous["text"] += text
+        else:
+            output["text"] = text
+            cleaned.append(output)
+            previous = output
+        if not previous["text"].endswith("\n"):
+            open_lines[name] = previous
+    for output in cleaned:
+        if output.get("output_type") == "stream":
+            output["text"] = apply_control_characters(output["text"])
+    return [o for o in cleaned if o.get("output_type") != "stream" or o["text"]]
 
 
 def find_notebooks(path: Path) -> list[Path]:
@@ -35,8 +115,11 @@ def execute_in_place(path: Path, timeout: int = 600) -> float:
         record_timing=False,  # no timestamps in the stored notebook: diffs stay readable
     )
     start = time.perf_counter()
-    client.execute()
+    client.execute(env={**os.environ, **STORED_OUTPUT_ENV})
     seconds = time.perf_counter() - start
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = clean_stream_outputs(cell.outputs)
     nbformat.write(notebook, path)
     return seconds
 
@@ -49,13 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     failed = []
     for path in find_notebooks(args.path):
+        print(f"executing {path} ...", flush=True)
         try:
             seconds = execute_in_place(path)
         except Exception as error:  # report every failing notebook, then fail
             print(f"FAILED {path}: {type(error).__name__}: {str(error)[-2000:]}", file=sys.stderr)
             failed.append(path)
         else:
-            print(f"executed {path} in {seconds:.1f} s")
+            print(f"executed {path} in {seconds:.1f} s", flush=True)
     return 1 if failed else 0
 
 

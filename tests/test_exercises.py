@@ -1,6 +1,7 @@
 """The exercise release tool, and the exercises of every real notebook in both versions.
 
-* Student versions keep no solution or hidden-test line, no output, and stay valid Python.
+* Student versions keep no solution or hidden-test line, no output of a cell that held one, every
+  other output (the teaching plots and tables), and stay valid Python.
 * ``python -m lectures_lib.exercises release`` works end to end and reports marker errors.
 * For each notebook with exercises, the imports cell plus the exercise cells run in a fresh kernel:
   the student version shows "not implemented" in every checker result without any error, and the
@@ -156,6 +157,7 @@ def _python_source(source: str) -> str:
 def assert_valid_student_version(original, student, name: str) -> None:
     assert len(student.cells) == len(original.cells), f"{name}: cells must keep their indices"
     inside, outside, solution_cells = _inside_and_outside(original)
+    marked = {index for index, cell in enumerate(original.cells) if find_regions(cell.source)}
     released = Counter(line for cell in student.cells for line in _stripped(cell.source))
     for line in inside:
         if line in (CODE_STUB, MARKDOWN_STUB):
@@ -167,8 +169,11 @@ def assert_valid_student_version(original, student, name: str) -> None:
         where = f"{name}, cell {index}"
         assert after.cell_type == before.cell_type, where
         assert not MARKERS & set(_stripped(after.source)), f"{where}: a marker is left"
-        if after.cell_type == "code":
+        if after.cell_type == "code" and index in marked:
             assert after.outputs == [] and after.execution_count is None, f"{where}: outputs kept"
+        elif after.cell_type == "code":
+            assert after.outputs == before.outputs, f"{where}: a teaching output was lost"
+        if after.cell_type == "code":
             try:
                 ast.parse(_python_source(after.source))
             except SyntaxError as error:
@@ -276,15 +281,19 @@ def test_release_notebook_on_the_synthetic_notebook():
 
 
 def test_the_checks_can_fail():
-    """The validity check catches a leak, a stale output and broken Python."""
+    """The validity check catches a leak, a stale output, a lost teaching output, broken Python."""
     original = synthetic_notebook()
     leaky = copy.deepcopy(original)  # "released" without any change: every solution leaks
     with pytest.raises(AssertionError, match="leaks"):
         assert_valid_student_version(original, leaky, "synthetic")
     stale = release_notebook(original, name="synthetic")
-    stale.cells[1].outputs = original.cells[1].outputs
+    stale.cells[6].outputs = original.cells[6].outputs  # the checker's result on the solution
     with pytest.raises(AssertionError, match="outputs kept"):
         assert_valid_student_version(original, stale, "synthetic")
+    bare = release_notebook(original, name="synthetic")
+    bare.cells[1].outputs = []  # an output of the lesson itself
+    with pytest.raises(AssertionError, match="teaching output was lost"):
+        assert_valid_student_version(original, bare, "synthetic")
     broken = release_notebook(original, name="synthetic")
     broken.cells[5].source = broken.cells[5].source.replace(CODE_STUB, CODE_STUB[:-1])
     with pytest.raises(AssertionError, match="not valid Python"):

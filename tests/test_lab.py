@@ -1,4 +1,9 @@
-"""`make lab` works: JupyterLab starts the way the Makefile starts it and serves the notebooks."""
+"""`make lab` works: JupyterLab starts the way the Makefile starts it, rooted at the repository.
+
+Rooted at the repository (opening on notebooks/), the README and every relative link between the
+notebooks resolve. `make lab-student` works on the learner's own copies in student/.
+(tests/test_browser.py drives the same lab in a real browser.)
+"""
 
 import json
 import secrets
@@ -8,7 +13,9 @@ import time
 import urllib.error
 import urllib.request
 
-from lectures_lib.lab import NOTEBOOKS, lab_command
+import nbformat
+
+from lectures_lib.lab import NOTEBOOKS, ROOT, ensure_student_copies, lab_command
 
 
 def _free_port() -> int:
@@ -22,9 +29,18 @@ def _get_json(url: str):
         return json.load(response)
 
 
-def test_makefile_lab_target_uses_the_launcher():
-    makefile = (NOTEBOOKS.parent / "Makefile").read_text()
-    assert "-m lectures_lib.lab" in makefile
+def test_makefile_lab_targets_use_the_launcher():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "\nlab: $(STAMP)\n\t$(BIN)/python -m lectures_lib lab" in makefile
+    assert "\nlab-student: $(STAMP)\n\t$(BIN)/python -m lectures_lib lab --student" in makefile
+
+
+def test_lab_is_rooted_at_the_repository_and_opens_on_notebooks():
+    command = lab_command(port=1234, open_browser=False)
+    assert f"--ServerApp.root_dir={ROOT}" in command
+    assert "--LabApp.default_url=/lab/tree/notebooks" in command
+    student = lab_command(open_on="student")
+    assert "--LabApp.default_url=/lab/tree/student" in student
 
 
 def test_jupyterlab_serves_the_course_notebooks(tmp_path):
@@ -33,7 +49,7 @@ def test_jupyterlab_serves_the_course_notebooks(tmp_path):
     log = open(tmp_path / "lab.log", "w+")
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
-        url = f"http://127.0.0.1:{port}/api/contents?token={token}"
+        url = f"http://127.0.0.1:{port}/api/contents/notebooks?token={token}"
         deadline, listing = time.monotonic() + 90, None
         while time.monotonic() < deadline and server.poll() is None:
             try:
@@ -47,6 +63,16 @@ def test_jupyterlab_serves_the_course_notebooks(tmp_path):
         expected = {p.name for p in NOTEBOOKS.glob("*.ipynb")}
         assert expected, "notebooks/ holds no notebook"
         assert expected <= served, f"not served: {sorted(expected - served)}"
+        # The root is the repository: the README (01's "Previous: README" link) is served too.
+        root = _get_json(f"http://127.0.0.1:{port}/api/contents?token={token}")
+        names = {item["name"] for item in root["content"]}
+        assert {"README.md", "notebooks"} <= names, f"the root is not the repository: {names}"
+        readme = _get_json(f"http://127.0.0.1:{port}/api/contents/README.md?token={token}")
+        assert readme["content"].startswith("# "), "README.md is not readable from the lab"
+        # The landing page is the lab on notebooks/.
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/?token={token}")
+        with urllib.request.urlopen(request, timeout=5) as page:
+            assert page.url.split("?")[0].endswith("/lab/tree/notebooks"), page.url
         # Unauthenticated requests are refused: the token protects the server.
         try:
             _get_json(f"http://127.0.0.1:{port}/api/contents")
@@ -63,3 +89,31 @@ def test_jupyterlab_serves_the_course_notebooks(tmp_path):
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+
+
+def _tiny_notebook(path, solution: str, output: str) -> None:
+    cells = [
+        nbformat.v4.new_code_cell("print('lesson')"),
+        nbformat.v4.new_code_cell(f"x = 0\n### BEGIN SOLUTION\nx = {solution}\n### END SOLUTION"),
+    ]
+    cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text=output)]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+
+
+def test_student_copies_are_made_once_and_never_overwritten(tmp_path):
+    source, student = tmp_path / "notebooks", tmp_path / "student"
+    source.mkdir()
+    _tiny_notebook(source / "01_a.ipynb", "41 + 1", "lesson\n")
+    _tiny_notebook(source / "02_b.ipynb", "7", "lesson\n")
+    written = ensure_student_copies(source, student)
+    assert sorted(p.name for p in written) == ["01_a.ipynb", "02_b.ipynb"]
+    copy = nbformat.read(student / "01_a.ipynb", as_version=4)
+    assert "41 + 1" not in copy.cells[1].source, "the solution must be stripped"
+    assert copy.cells[0].outputs[0]["text"] == "lesson\n", "teaching outputs are kept"
+
+    copy.cells[1].source = "x = 'my own answer'"  # the learner works on the copy
+    nbformat.write(copy, student / "01_a.ipynb")
+    (student / "02_b.ipynb").unlink()  # ... and asks for a fresh copy of 02
+    assert [p.name for p in ensure_student_copies(source, student)] == ["02_b.ipynb"]
+    kept = nbformat.read(student / "01_a.ipynb", as_version=4)
+    assert kept.cells[1].source == "x = 'my own answer'", "a learner's work was overwritten"

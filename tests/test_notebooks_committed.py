@@ -57,6 +57,25 @@ class TestStoredNotebook:
                 text = output.get("text", "")
                 assert "Traceback (most recent call last)" not in text, f"{path.name}: cell {index}"
 
+    def test_stores_each_progress_bar_as_one_line_without_timings(self, path):
+        """Bar frames (one output per refresh, or lines redrawn with \r) and timings that change
+        every run make a static view unreadable and every `make notebooks` a diff."""
+        timing = re.compile(r"\[\d+:\d\d<|\d(it/s|s/it)\b|\[\d+:\d\d, ")
+        for index, cell in enumerate(_code_cells(nbformat.read(path, as_version=4))):
+            outputs = cell.get("outputs", [])
+            for before, after in zip(outputs, outputs[1:]):
+                same_stream = (before.output_type == after.output_type == "stream"
+                               and before.name == after.name)
+                assert not same_stream, (
+                    f"{path.name}: code cell {index} stores its {after.name} in pieces (progress-"
+                    "bar frames?): run `make notebooks`, which merges them"
+                )
+            for output in outputs:
+                text = output.get("text", "") if output.output_type == "stream" else ""
+                assert "\r" not in text, f"{path.name}: code cell {index} stores redrawn lines"
+                found = timing.search(text)
+                assert not found, f"{path.name}: code cell {index} stores a timing {found[0]!r}"
+
     def test_stores_no_path_of_this_machine(self, path):
         text = path.read_text()
         for fragment in (str(Path.home()) + "/", str(NOTEBOOKS.parent) + "/", "/tmp/"):

@@ -1,0 +1,243 @@
+"""The course as a static website: ``python -m lectures_lib site`` (what ``make site`` runs).
+
+Every notebook in ``notebooks/`` becomes one HTML page with its stored outputs (plots included:
+run ``make notebooks`` first if they are stale); the README becomes the start page
+``index.html``, and the README's syllabus table is the navigation bar of every page. Links
+between the sources (``../README.md``, ``02_multi_head_attention.ipynb``) are rewritten to the
+pages. Math is typeset in the browser by MathJax 2.7, copied from the ``jupyter-server-mathjax``
+package into ``_static/``: building and reading the site need no network, so it also works when
+opened straight from the disk (``build/site/index.html``).
+
+Pages are made with nbconvert's ``lab`` template, minus its three network resources (require.js,
+MathJax and mermaid from a CDN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import posixpath
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MATHJAX = "_static/mathjax/MathJax.js"
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"  # the one combined configuration the package ships
+
+# nbconvert's lab template with the CDN scripts replaced by local MathJax, plus the course's
+# navigation bar above and below every page.
+_TEMPLATE = r"""
+{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_js_mathjax -%}
+<script type="text/x-mathjax-config">
+MathJax.Hub.Config({
+  tex2jax: {inlineMath: [["$", "$"], ["\\(", "\\)"]], displayMath: [["$$", "$$"], ["\\[", "\\]"]],
+            processEscapes: true, processEnvironments: true},
+  "HTML-CSS": {availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null,
+               linebreaks: {automatic: true}},
+  messageStyle: "none",
+  showMathMenu: false
+});
+</script>
+<script src="{{ resources.mathjax_url }}"></script>
+{%- endblock html_head_js_mathjax -%}
+{% block extra_css %}
+<style>
+.course-nav { font-family: system-ui, sans-serif; font-size: 14px; padding: 8px 16px;
+  border-bottom: 1px solid #ddd; background: #f7f7f7; display: flex; flex-wrap: wrap; gap: 4px 16px; }
+.course-nav a { text-decoration: none; color: #1a5fb4; }
+.course-nav a.current { font-weight: bold; color: #000; }
+.course-pager { font-family: system-ui, sans-serif; font-size: 14px; padding: 16px;
+  border-top: 1px solid #ddd; display: flex; justify-content: space-between; }
+</style>
+{% endblock extra_css %}
+{%- block body_header -%}
+{{ super() }}
+{{ resources.course_nav }}
+{%- endblock body_header -%}
+{% block body_footer %}
+{{ resources.course_pager }}
+{{ super() }}
+{% endblock body_footer %}
+"""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the site: its source (relative to the repository), title and file name."""
+
+    source: str
+    title: str
+    target: str
+
+
+def syllabus(readme: str, notebooks: list[str]) -> list[tuple[str, str]]:
+    """``(title, notebook path)`` for each row of the README's syllabus table, in order.
+
+    A row is a table line whose first cell links a notebook, ``| [01 self-attention](notebooks/
+    01_self_attention.ipynb) | ... |``. Notebooks in ``notebooks`` that the table does not list
+    are added at the end under their file name, so no page is left out of the navigation.
+    """
+    rows = re.findall(r"^\|\s*\[([^\]]+)\]\((notebooks/[^)\s]+\.ipynb)\)", readme, re.MULTILINE)
+    listed = [(title, path) for title, path in rows if path in notebooks]
+    seen = {path for _, path in listed}
+    extra = [(Path(p).stem.replace("_", " "), p) for p in notebooks if p not in seen]
+    return listed + extra
+
+
+def _html_name(source: str) -> str:
+    if source == "README.md":
+        return "index.html"
+    return Path(source).stem + ".html" if source.startswith("notebooks/") else (
+        source.replace("/", "-").removesuffix(".md") + ".html"
+    )
+
+
+def _rewrite_links(
+    body: str, page: Page, targets: dict[str, str], root: Path, out_dir: Path
+) -> str:
+    """Point relative links of the source at the pages built from their targets.
+
+    A link to another file of the repository (``LICENSE``, ``environment.yml``) is copied into
+    ``files/`` of the site and linked there, so no relative link of the site is broken.
+    """
+    folder = posixpath.dirname(page.source)
+
+    def replace(match: re.Match) -> str:
+        url = html.unescape(match.group(2))
+        if re.match(r"^[a-z][a-z0-9+.-]*:|^#|^//", url, re.IGNORECASE):
+            return match.group(0)  # absolute URL, anchor, data: URI
+        path, _, anchor = url.partition("#")
+        source = posixpath.normpath(posixpath.join(folder, path))
+        if source not in targets and not source.startswith("..") and (root / source).is_file():
+            copy = out_dir / "files" / source
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / source, copy)
+            targets[source] = f"files/{source}"
+        if source not in targets:
+            return match.group(0)
+        new = targets[source] + (f"#{anchor}" if anchor else "")
+        return f'{match.group(1)}="{html.escape(new)}"'
+
+    return re.sub(r'(href)="([^"]*)"', replace, body)
+
+
+def _navigation(pages: list[Page], current: Page) -> tuple[str, str]:
+    links = []
+    for page in pages:
+        attributes = ' class="current" aria-current="page"' if page == current else ""
+        links.append(f'<a href="{page.target}"{attributes}>{html.escape(page.title)}</a>')
+    nav = '<nav class="course-nav" aria-label="syllabus">' + "".join(links) + "</nav>"
+    index = pages.index(current)
+    previous = pages[index - 1] if index > 0 else None
+    following = pages[index + 1] if index + 1 < len(pages) else None
+    pager = '<nav class="course-pager" aria-label="previous and next">'
+    pager += f'<a href="{previous.target}">← {html.escape(previous.title)}</a>' if previous else "<span></span>"
+    pager += f'<a href="{following.target}">{html.escape(following.title)} →</a>' if following else "<span></span>"
+    return nav, pager + "</nav>"
+
+
+def _exporter():
+    import jinja2
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(
+        template_name="lab",
+        extra_loaders=[jinja2.DictLoader({"course.html.j2": _TEMPLATE})],
+        template_file="course.html.j2",
+        mathjax_url=f"{MATHJAX}?config={MATHJAX_CONFIG},Safe",
+    )
+
+
+def _markdown_notebook(text: str, title: str):
+    import nbformat
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    notebook = new_notebook(cells=[new_markdown_cell(text)])
+    notebook.metadata["title"] = title
+    return nbformat.from_dict(notebook)
+
+
+def copy_mathjax(out_dir: Path) -> Path:
+    """Copy MathJax 2.7 (HTML-CSS output, STIX web fonts) from ``jupyter_server_mathjax``."""
+    import jupyter_server_mathjax
+
+    source = Path(jupyter_server_mathjax.__file__).parent / "static"
+    target = out_dir / Path(MATHJAX).parent
+    if target.exists():
+        shutil.rmtree(target)
+    # the HTML-CSS output with its STIX web fonts; not the SVG fonts nor other languages
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("SVG", "localization"))
+    return target
+
+
+def build_site(out_dir: Path, root: Path = ROOT) -> list[Path]:
+    """Write the site into ``out_dir``; returns the HTML pages written (start page first)."""
+    import nbformat
+
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    notebooks = sorted(
+        p.relative_to(root).as_posix() for p in (root / "notebooks").glob("*.ipynb")
+    )
+    if not notebooks:
+        raise FileNotFoundError(f"no notebooks in {root / 'notebooks'}")
+    home_title = re.search(r"^# (.+)$", readme, re.MULTILINE)
+    pages = [Page("README.md", "Start here", "index.html")]
+    pages += [Page(path, title, _html_name(path)) for title, path in syllabus(readme, notebooks)]
+    # Other Markdown files the README links to (benchmarks/README.md) become pages too.
+    for link in re.findall(r"\]\(([^)\s#]+\.md)\)", readme):
+        if (root / link).is_file() and link not in {p.source for p in pages}:
+            pages.append(Page(link, link.removesuffix(".md"), _html_name(link)))
+    targets = {page.source: page.target for page in pages}
+    navigable = [page for page in pages if page.source == "README.md" or page.source in notebooks]
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    copy_mathjax(out_dir)
+    exporter = _exporter()
+    written = []
+    for page in pages:
+        source = root / page.source
+        if page.source.endswith(".ipynb"):
+            notebook = nbformat.read(source, as_version=4)
+        else:
+            title = home_title.group(1) if page.source == "README.md" and home_title else page.title
+            notebook = _markdown_notebook(source.read_text(encoding="utf-8"), title)
+        current = page if page in navigable else navigable[0]
+        nav, pager = _navigation(navigable, current)
+        resources = {
+            "metadata": {"name": page.title, "path": str(source.parent)},
+            "course_nav": nav,
+            "course_pager": pager if page in navigable else "",
+        }
+        body, _ = exporter.from_notebook_node(notebook, resources=resources)
+        path = out_dir / page.target
+        path.write_text(_rewrite_links(body, page, targets, root, out_dir), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lectures_lib site", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "site",
+                        help="output folder (default: build/site)")
+    args = parser.parse_args(argv)
+    try:
+        written = build_site(args.out)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    print(f"open {written[0]} in a browser (works offline)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""`make notebooks` (lectures_lib.notebooks) stores clean, reproducible outputs.
+
+A progress bar is stored as its final line, without timings; two runs write the same file.
+"""
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from lectures_lib.notebooks import apply_control_characters, clean_stream_outputs, execute_in_place
+
+BAR_FRAMES = [
+    "\rtraining:   0%|          | 0/3 [00:00<?, ?it/s]",
+    "\rtraining:  33%|###3      | 1/3 [00:00<00:01,  1.52it/s, loss=0.9]",
+    "\rtraining: 100%|##########| 3/3 [00:01<00:00,  2.01it/s, loss=0.5]",
+    "\n",
+]
+
+
+def test_carriage_return_keeps_the_last_drawing_of_a_line():
+    assert apply_control_characters("".join(BAR_FRAMES)) == (
+        "training: 100%|##########| 3/3 [00:01<00:00,  2.01it/s, loss=0.5]\n"
+    )
+    assert apply_control_characters("abc\rxy\n") == "xy\n", "the whole line is redrawn"
+    assert apply_control_characters("done\r\n") == "done\n", "\\r before \\n changes nothing"
+    assert apply_control_characters("ab\x08c") == "ac", "a backspace erases one character"
+    plain = "no control characters\n\nat all: 1\\b 2\n"
+    assert apply_control_characters(plain) == plain
+
+
+def test_consecutive_stream_outputs_merge_and_order_is_kept():
+    outputs = [
+        new_output("stream", name="stdout", text="before\n"),
+        *[new_output("stream", name="stderr", text=frame) for frame in BAR_FRAMES],
+        new_output("display_data", data={"text/plain": "<Figure>"}),
+        new_output("stream", name="stderr", text="\rsecond: 0%|\rsecond: 100%|\n"),
+        new_output("stream", name="stdout", text="after\n"),
+    ]
+    cleaned = clean_stream_outputs(outputs)
+    assert [(o.output_type, o.get("name")) for o in cleaned] == [
+        ("stream", "stdout"), ("stream", "stderr"), ("display_data", None),
+        ("stream", "stderr"), ("stream", "stdout"),
+    ]
+    assert cleaned[1].text.count("\n") == 1 and cleaned[1].text.startswith("training: 100%")
+    assert cleaned[3].text == "second: 100%|\n"
+
+
+def test_a_bars_late_newline_completes_its_line():
+    """ipykernel sends a flushed frame at once, the bar's closing newline with a later flush."""
+    outputs = [
+        new_output("stream", name="stderr", text="\rtoy: 0%|"),
+        new_output("stream", name="stderr", text="\rtoy: 100%|"),
+        new_output("stream", name="stdout", text="end\n"),
+        new_output("display_data", data={"text/plain": "<Figure>"}),
+        new_output("stream", name="stderr", text="\nwarning: something\n"),
+    ]
+    cleaned = clean_stream_outputs(outputs)
+    assert [(o.get("name"), o.get("text")) for o in cleaned] == [
+        ("stderr", "toy: 100%|\n"), ("stdout", "end\n"), (None, None),
+        ("stderr", "warning: something\n"),
+    ]
+
+
+def test_executed_bar_is_one_line_without_timings_and_runs_repeat_exactly(tmp_path):
+    source = (
+        "import time\n"
+        "from tqdm import tqdm\n"
+        "print('start')\n"
+        "for step in tqdm(range(4), desc='toy', mininterval=0):\n"
+        "    time.sleep(0.05)\n"
+        "print('end')"
+    )
+    notebook = new_notebook(cells=[new_code_cell(source)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = tmp_path / "toy.ipynb"
+    nbformat.write(notebook, path)
+    execute_in_place(path)
+    first = path.read_text()
+    outputs = nbformat.read(path, as_version=4).cells[0].outputs
+    bars = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    assert bars == ["toy: 100%|██████████| 4/4\n"], f"one final line, no timing: {bars}"
+    execute_in_place(path)
+    assert path.read_text() == first, "a second run must store exactly the same notebook"

@@ -1,0 +1,107 @@
+"""`make site` (lectures_lib.site): static pages that need no network, README first, syllabus nav.
+
+Built here from a small repository made in a temporary folder; tests/test_browser.py opens a
+page of the real course's site in Chromium (typeset math, a stored plot).
+"""
+
+import base64
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from lectures_lib.site import MATHJAX, build_site, syllabus
+
+ROOT = Path(__file__).resolve().parent.parent
+PIXEL = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f80f000001010000186dd4900000000049454e44ae426082"
+)).decode()
+README = """# A tiny course
+
+Start with [the first notebook](notebooks/01_first.ipynb); license in [LICENSE](LICENSE).
+
+## Syllabus
+
+| notebook | what |
+| --- | --- |
+| [01 first steps](notebooks/01_first.ipynb) | $\\sqrt{d_k}$ |
+| [02 second steps](notebooks/02_second.ipynb) | more |
+| 03 not written yet | later |
+"""
+
+
+def _notebook(path: Path, text: str) -> None:
+    plot = new_code_cell("plot()")
+    plot.outputs = [new_output("display_data", data={"image/png": PIXEL, "text/plain": "<Figure>"})]
+    nbformat.write(new_notebook(cells=[new_markdown_cell(text), plot]), path)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repo")
+    (root / "notebooks").mkdir()
+    (root / "README.md").write_text(README)
+    (root / "LICENSE").write_text("MIT License\n")
+    _notebook(root / "notebooks" / "01_first.ipynb",
+              "# 01\n\n$\\alpha$ [README](../README.md), [next](02_second.ipynb#part-2)")
+    _notebook(root / "notebooks" / "02_second.ipynb", "# 02\n\n[back](01_first.ipynb)")
+    _notebook(root / "notebooks" / "03_extra.ipynb", "# 03\n")
+    out = tmp_path_factory.mktemp("site")
+    written = build_site(out, root=root)
+    return out, written
+
+
+def test_readme_is_the_start_page_and_every_notebook_a_page(site):
+    out, written = site
+    assert [p.name for p in written] == [
+        "index.html", "01_first.html", "02_second.html", "03_extra.html",
+    ]
+    assert "A tiny course" in (out / "index.html").read_text()
+
+
+def test_syllabus_is_the_navigation_of_every_page(site):
+    out, written = site
+    for page in written:
+        nav = re.search(r'<nav[^>]*class="course-nav".*?</nav>', page.read_text(), re.S)
+        assert nav, f"{page.name} has no navigation bar"
+        titles = re.findall(r">([^<]+)</a>", nav.group(0))
+        assert titles == ["Start here", "01 first steps", "02 second steps", "03 extra"], titles
+        current = re.findall(r'<a [^>]*class="current"[^>]*>', nav.group(0))
+        assert len(current) == 1 and f'href="{page.name}"' in current[0], f"{page.name}: {current}"
+
+
+def test_relative_links_point_at_pages_and_copied_files(site):
+    out, _ = site
+    first, home = (out / "01_first.html").read_text(), (out / "index.html").read_text()
+    assert 'href="index.html"' in first and 'href="02_second.html#part-2"' in first
+    assert 'href="01_first.html"' in home and 'href="files/LICENSE"' in home
+    assert (out / "files" / "LICENSE").read_text() == "MIT License\n"
+    for page in out.glob("*.html"):
+        for target in re.findall(r'href="([^"#:]+)(?:#[^"]*)?"', page.read_text()):
+            assert (out / target).exists(), f"{page.name} links to missing {target}"
+
+
+def test_pages_load_nothing_from_the_network(site):
+    out, _ = site
+    for page in out.glob("*.html"):
+        text = page.read_text()
+        loaded = re.findall(r'<(?:script|img|link|iframe)\b[^>]*\b(?:src|href)="(https?:)?//', text)
+        assert not loaded, f"{page.name} loads a resource from the network"
+        assert "cdnjs" not in text and "cdn.jsdelivr" not in text, page.name
+        assert f'src="{MATHJAX}?config=' in text, f"{page.name} does not use the local MathJax"
+        assert "data:image/png;base64," in text, f"{page.name} lost its stored plot"
+    assert (out / MATHJAX).is_file()
+    config = next((out / MATHJAX).parent.glob("config/TeX-AMS-MML_HTMLorMML-full.js"))
+    assert config.stat().st_size > 100_000
+    fonts = list((out / MATHJAX).parent.glob("fonts/HTML-CSS/STIX-Web/woff/*.woff"))
+    assert fonts, "MathJax's web fonts were not copied"
+
+
+def test_the_real_readmes_syllabus_lists_the_notebooks_in_order():
+    notebooks = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("*.ipynb"))
+    rows = syllabus((ROOT / "README.md").read_text(), notebooks)
+    assert [path for _, path in rows] == notebooks, "the syllabus must list every notebook in order"
+    assert rows[0][0].startswith("01"), rows[0]
