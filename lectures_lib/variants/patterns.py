@@ -62,6 +62,13 @@ def global_mask(
     [0])`` is Longformer's pattern. Derived in ``06_attention_variants.ipynb``.
     """
     n = check_positive_int(n, "n")
+    if not isinstance(global_positions, (torch.Tensor, Sequence)) or isinstance(
+        global_positions, str
+    ):
+        raise TypeError(
+            "global_positions must be a list of positions or a 1-D integer tensor, e.g. [0], "
+            f"got {type(global_positions).__name__} ({global_positions!r})"
+        )
     if not isinstance(global_positions, torch.Tensor):
         positions = list(global_positions)  # no dtype forced: 1.5 must fail below, not become 1
         global_positions = torch.as_tensor(positions) if positions else torch.zeros(0, dtype=torch.long)
