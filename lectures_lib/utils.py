@@ -134,7 +134,8 @@ def check_tensor(
         if x.dim() != len(expected_shape) or any(
             e is not None and e != a for e, a in zip(expected_shape, x.shape)
         ):
-            pretty = "(" + ", ".join("*" if e is None else str(e) for e in expected_shape) + ")"
+            sizes = ["*" if e is None else str(e) for e in expected_shape]
+            pretty = "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
             raise ValueError(f"{name} must have shape {pretty}, got {tuple(x.shape)}")
     return x
 
