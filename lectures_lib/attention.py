@@ -146,7 +146,8 @@ def scaled_dot_product_attention(
 
     **NaN and inf** in ``q``, ``k``, ``v`` are not refused (checking every tensor would cost a
     pass over it at every call); they propagate, the same on this path and on
-    :func:`fused_attention`: a non-finite query makes its own output row NaN; a non-finite key
+    :func:`fused_attention`: a non-finite query makes its own output row NaN (unless it may attend
+    to no key at all: such a row is all zeros, whatever the query); a non-finite key
     makes NaN the rows of the queries that *may attend* to it (a masked key is removed before
     the softmax); a non-finite value reaches every output of its ``(batch, head)`` slice,
     masked or not (the weighted sum multiplies it by 0, and 0 x NaN = NaN).

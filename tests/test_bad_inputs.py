@@ -30,8 +30,18 @@ import torch
 from torch import nn
 
 import lectures_lib
-from lectures_lib import attention, layers, masks, measure, models, plotting, positional, utils
-from lectures_lib import decoding, training
+from lectures_lib import (
+    attention,
+    decoding,
+    layers,
+    masks,
+    measure,
+    models,
+    plotting,
+    positional,
+    training,
+    utils,
+)
 from lectures_lib.data import labelling, ordering, relations, sequences, translation
 from lectures_lib.variants import linear, local, patterns
 
