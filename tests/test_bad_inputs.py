@@ -234,6 +234,7 @@ ROWS: list[Row] = [
     R(models.TokenEmbedding, "pad_id outside the vocabulary", lambda: models.TokenEmbedding(5, 8, pad_id=5), ValueError, "pad_id=5 is not an id of a vocabulary of 5"),
     R(models.TokenEmbedding, "ids outside the vocabulary", lambda: models.TokenEmbedding(5, 8)(torch.tensor([[1, 7]])), ValueError, "ids must lie in [0, 4]"),
     R(models.TokenEmbedding, "float tokens", lambda: models.TokenEmbedding(5, 8)(floats(1, 2)), TypeError, "tokens must have dtype integer"),
+    R(models.TokenEmbedding, "positional_encoding 'yes'", lambda: models.TokenEmbedding(5, 8, positional_encoding="yes"), TypeError, "positional_encoding must be a bool"),
     R(models.TokenEmbedding, "longer than max_len", lambda: models.TokenEmbedding(5, 8, max_len=3)(ids(1, 4)), ValueError, "more than max_len=3"),
     R(models.EncoderTagger, "activation tanh", lambda: models.EncoderTagger(6, 3, activation="tanh"), ValueError, "activation must be 'relu' or 'gelu'"),
     R(models.EncoderTagger, "num_labels = 0", lambda: models.EncoderTagger(6, 0), ValueError, "num_labels must be >= 1"),
