@@ -71,21 +71,31 @@ def get_device(prefer: str | None = None) -> torch.device:
             f"prefer must be None, a device name such as 'cpu' or 'cuda', or a torch.device, "
             f"got {type(prefer).__name__} ({prefer!r})"
         )
-    from_environment = "LECTURES_DEVICE" in os.environ
-    choice = os.environ.get("LECTURES_DEVICE", prefer)
-    if choice is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    name = "the environment variable LECTURES_DEVICE" if from_environment else "prefer"
+    if prefer is not None:
+        _parse_device(prefer, "prefer", available=False)  # a bad name is an error even when
+        # the variable overrides it; an unavailable one is not (LECTURES_DEVICE=cpu on a laptop)
+    if "LECTURES_DEVICE" in os.environ:
+        return _parse_device(os.environ["LECTURES_DEVICE"], "the environment variable LECTURES_DEVICE")
+    if prefer is not None:
+        return _parse_device(prefer, "prefer")
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _parse_device(choice: str | torch.device, name: str, available: bool = True) -> torch.device:
+    """``choice`` as a ``torch.device`` (cpu, cuda, mps), which must be on this machine if
+    ``available``."""
     try:
         device = torch.device(choice)
     except RuntimeError:
         raise ValueError(
             f"{name} must name a device such as 'cpu', 'cuda' or 'cuda:0', got {choice!r}"
         ) from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device {choice!r} was asked for, but CUDA is not available")
     if device.type not in ("cpu", "cuda", "mps"):
         raise ValueError(f"{name} must name a 'cpu', 'cuda' or 'mps' device, got {choice!r}")
+    if not available:
+        return device
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {choice!r} was asked for, but CUDA is not available")
     if device.type == "mps" and not torch.backends.mps.is_available():
         raise RuntimeError(f"device {choice!r} was asked for, but MPS is not available")
     return device
