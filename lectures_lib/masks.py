@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from .utils import check_non_negative_int, check_positive_int, check_tensor
+from .utils import check_device, check_non_negative_int, check_positive_int, check_tensor
 
 __all__ = ["causal_mask", "key_padding_mask", "check_mask"]
 
@@ -37,6 +37,7 @@ def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tenso
     Derived in ``05_transformer_decoder.ipynb`` (masked self-attention); used from section 01 on.
     """
     n = check_positive_int(n, "n")
+    device = check_device(device)
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
@@ -51,7 +52,10 @@ def key_padding_mask(
     """
     if not isinstance(lengths, torch.Tensor):
         lengths = torch.as_tensor(lengths)
-    check_tensor(lengths, "lengths", ndim=1, dtype="integer")
+    check_tensor(lengths, "lengths", ndim=1)
+    if lengths.numel() == 0:
+        raise ValueError("lengths is empty: give one length per sequence of the batch")
+    check_tensor(lengths, "lengths", dtype="integer")
     if lengths.numel() and int(lengths.min()) < 0:
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0

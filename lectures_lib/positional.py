@@ -25,6 +25,7 @@ from torch import nn
 from .attention import MultiHeadAttention
 from .utils import (
     at_boundary,
+    check_device,
     check_positive_float,
     check_positive_int,
     check_tensor,
@@ -91,6 +92,7 @@ def sinusoidal_encoding(
     base = _check_base(base)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    device = check_device(device)
     positions = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (n_positions, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),): 0, 2, 4, ...
     frequencies = base ** (-two_i / d_model)  # (ceil(d/2),): omega_i

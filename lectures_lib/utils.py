@@ -36,6 +36,7 @@ __all__ = [
     "check_probability",
     "check_positive_float",
     "check_seed",
+    "check_device",
     "check_qkv",
 ]
 
@@ -198,6 +199,19 @@ def check_seed(seed: object, name: str = "seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(seed).__name__} ({seed!r})")
     return int(seed)
+
+
+def check_device(device: object, name: str = "device") -> torch.device | None:
+    """Raise unless ``device`` is None or names a device this machine has ("cpu", "cuda:0", a
+    ``torch.device``); return it as a ``torch.device`` (or None)."""
+    if device is None:
+        return None
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(
+            f"{name} must be None, a device name such as 'cpu' or a torch.device, got "
+            f"{type(device).__name__} ({device!r})"
+        )
+    return _parse_device(device, name)
 
 
 def check_qkv(q: object, k: object, v: object) -> None:

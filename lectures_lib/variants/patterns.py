@@ -17,13 +17,13 @@ from collections.abc import Sequence
 
 import torch
 
-from ..utils import check_non_negative_int, check_positive_int, check_tensor
+from ..utils import check_device, check_non_negative_int, check_positive_int, check_tensor
 
 __all__ = ["local_mask", "stride_mask", "global_mask"]
 
 
 def _offsets(n: int, device: torch.device | str | None) -> torch.Tensor:
-    positions = torch.arange(n, device=device)
+    positions = torch.arange(n, device=check_device(device))
     return positions[:, None] - positions[None, :]  # (n, n): i - j for query i, key j
 
 
@@ -80,6 +80,6 @@ def global_mask(
             f"global_positions must lie in [0, {n - 1}] for n={n}, "
             f"got {global_positions.tolist()}"
         )
-    is_global = torch.zeros(n, dtype=torch.bool, device=device)  # (n,)
+    is_global = torch.zeros(n, dtype=torch.bool, device=check_device(device))  # (n,)
     is_global[global_positions.to(is_global.device)] = True
     return is_global[:, None] | is_global[None, :]  # (n, n): global row or global column
