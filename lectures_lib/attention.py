@@ -196,11 +196,9 @@ def fused_attention(
         dropout_p = check_probability(dropout_p, "dropout_p")
         if mask is not None:
             check_mask(mask, (*q.shape[:-1], k.shape[-2]))
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    if n_q == 0 or n_k == 0:  # nothing to attend from, or to: an empty or all-zero output
-        return v.new_zeros(*q.shape[:-1], v.shape[-1])  # (..., n_q, d_v)
-    if not all(bool(torch.isfinite(t).all()) for t in (q, k, v)):
-        with inside_library():  # one NaN rule for both paths: the explicit one
+    empty = q.shape[-2] == 0 or k.shape[-2] == 0  # no query, or no key: kernels may give NaN
+    if empty or not all(bool(torch.isfinite(t).all()) for t in (q, k, v)):
+        with inside_library():  # one rule for both paths (NaN, no key): the explicit one
             return scaled_dot_product_attention(q, k, v, mask, dropout_p)[0]
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
