@@ -131,7 +131,8 @@ def plot_attention_heads(
     cols: int | None = None,
 ):
     """One attention map per head (or per layer and head): ``weights`` ``(heads, n_q, n_k)``
-    or ``(layers, heads, n_q, n_k)``. Returns the figure."""
+    or ``(layers, heads, n_q, n_k)``. One colour bar (weights 0 to 1) serves every map.
+    Returns the figure; its first ``layers * heads`` axes are the maps, in order."""
     weights = _to_numpy(weights, "weights")
     if weights.ndim == 3:
         weights = weights[None]
@@ -163,6 +164,9 @@ def plot_attention_heads(
     if suptitle:
         fig.suptitle(suptitle)
     fig.tight_layout()
+    # one shared colour bar, added after the layout so that it takes space from every map alike
+    fig.colorbar(axes.flat[0].images[0], ax=list(axes.flat), fraction=0.025, pad=0.02,
+                 label="attention weight")
     return fig
 
 
@@ -183,7 +187,10 @@ def plot_mask(mask, *, ax=None, title: str | None = "mask (dark = may attend)"):
 
 
 def plot_history(history: History | dict[str, History], *, title: str | None = None):
-    """Loss and accuracy per epoch; a dict plots several runs side by side for comparison."""
+    """Loss and accuracy per epoch; a dict plots several runs side by side for comparison.
+
+    Each run keeps one colour in both panels (training solid, held-out dashed); the legend sits
+    outside the panels, so it never hides the curves (which crowd near accuracy 1)."""
     runs = history if isinstance(history, dict) else {"": history}
     if not runs:
         raise ValueError("history is an empty dict: give at least one History to plot")
@@ -196,19 +203,18 @@ def plot_history(history: History | dict[str, History], *, title: str | None = N
             )
         if not run.loss:
             raise ValueError(f"{label} is empty: train for at least one epoch before plotting")
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.2))
-    for name, run in runs.items():
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.2))
+    for index, (name, run) in enumerate(runs.items()):
+        colour = f"C{index % 10}"
         epochs = np.arange(1, len(run.loss) + 1)
         prefix = f"{name} " if name else ""
-        ax_loss.plot(epochs, run.loss, label=f"{prefix}train")
-        ax_acc.plot(epochs, run.train_accuracy, label=f"{prefix}train")
+        ax_loss.plot(epochs, run.loss, color=colour, label=f"{prefix}train")
+        ax_acc.plot(epochs, run.train_accuracy, color=colour, label=f"{prefix}train")
         if run.eval_accuracy:
-            ax_acc.plot(epochs, run.eval_accuracy, "--", label=f"{prefix}eval")
+            ax_acc.plot(epochs, run.eval_accuracy, "--", color=colour, label=f"{prefix}held-out")
     ax_loss.set(xlabel="epoch", ylabel="cross-entropy", title="loss")
     ax_acc.set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=(0, 1.02))
-    ax_acc.legend(fontsize=8)
-    if len(runs) > 1:
-        ax_loss.legend(fontsize=8)
+    ax_acc.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -23,3 +23,30 @@ def test_plots_draw_and_validate():
     history = History(loss=[1.0, 0.5], train_accuracy=[0.5, 0.9], eval_accuracy=[0.4, 0.8])
     assert len(plotting.plot_history({"a": history, "b": history}).axes) == 2
     matplotlib.pyplot.close("all")
+
+
+def test_per_head_grids_have_one_shared_colour_bar():
+    matplotlib.use("Agg")
+    fig = plotting.plot_attention_heads(torch.softmax(torch.randn(2, 3, 4, 4), dim=-1))
+    maps = [a for a in fig.axes if a.images]
+    colour_bars = [a for a in fig.axes if not a.images]
+    assert len(maps) == 6 and len(colour_bars) == 1
+    assert colour_bars[0].get_ylim() == (0.0, 1.0), "the bar spans the weights' range 0..1"
+    matplotlib.pyplot.close("all")
+
+
+def test_plot_history_one_colour_per_run_and_legend_outside_the_curves():
+    matplotlib.use("Agg")
+    near_one = History(loss=[0.5, 0.1, 0.01], train_accuracy=[0.95, 0.99, 1.0],
+                       eval_accuracy=[0.94, 0.99, 1.0])
+    fig = plotting.plot_history({"a": near_one, "b": near_one, "c": near_one})
+    ax_loss, ax_acc = fig.axes
+    for index, line in enumerate(ax_loss.lines):  # one loss curve per run
+        accuracy_lines = ax_acc.lines[2 * index : 2 * index + 2]  # train, held-out
+        assert {acc.get_color() for acc in accuracy_lines} == {line.get_color()}
+    assert len({line.get_color() for line in ax_loss.lines}) == 3, "three runs, three colours"
+    fig.canvas.draw()
+    legend_box = ax_acc.get_legend().get_window_extent()
+    axes_box = ax_acc.get_window_extent()
+    assert legend_box.x0 >= axes_box.x1, "the legend sits right of the panel, over no curve"
+    matplotlib.pyplot.close("all")
