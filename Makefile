@@ -48,6 +48,7 @@ student: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_speed.py
 	$(BIN)/python benchmarks/training_speed.py
+	$(BIN)/python benchmarks/long_range.py --plot benchmarks/long_range.png
 
 clean:
 	rm -rf $(VENV) student .pytest_cache .ruff_cache build *.egg-info

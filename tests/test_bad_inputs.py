@@ -43,9 +43,11 @@ from lectures_lib import (
     training,
     utils,
 )
-from lectures_lib.data import labelling, ordering, relations, sequences, translation
-from lectures_lib.variants import linear, local, patterns
+from lectures_lib.data import labelling, long_range, ordering, relations, sequences, translation
+from lectures_lib.variants import linear, local, low_rank, patterns, synthesizer
 
+# (the package re-exports the function sinkhorn under the module's name: ask for the module)
+sinkhorn = importlib.import_module("lectures_lib.variants.sinkhorn")
 matplotlib.use("Agg")
 LIBRARY = Path(lectures_lib.__file__).resolve().parent
 
@@ -393,6 +395,34 @@ ROWS: list[Row] = [
     R(linear.linear_attention, "feature map returns a list", lambda: linear.linear_attention(*qkv(), feature_map=lambda x: [1.0]), TypeError, "feature_map must return a floating tensor"),
     R(linear.linear_attention, "feature map changes the sequence length", lambda: linear.linear_attention(*qkv(), feature_map=lambda x: x.exp()[..., :1, :]), ValueError, "feature_map must keep every dimension but the last"),
     R(linear.linear_attention, "unpaired keys and values", lambda: linear.linear_attention(floats(2, 3, 4), floats(2, 3, 4), floats(2, 4, 4)), ValueError, "keys and values must come in pairs"),
+    R(linear.LinearAttention, "feature_map not callable", lambda: linear.LinearAttention(8, 2, feature_map=3), TypeError, "feature_map must be callable"),
+    R(linear.LinearAttention, "a mask it cannot honour", lambda: linear.LinearAttention(8, 2)(*qkv(d=8), torch.eye(4, dtype=torch.bool)), ValueError, "can only honour key padding"),
+    R(linear.random_projection, "n_features = 0", lambda: linear.random_projection(0, 4), ValueError, "n_features must be >= 1"),
+    R(linear.random_projection, "orthogonal 'yes'", lambda: linear.random_projection(4, 4, orthogonal="yes"), TypeError, "orthogonal must be a bool"),
+    R(linear.random_projection, "integer dtype", lambda: linear.random_projection(4, 4, dtype=torch.long), TypeError, "dtype must be a floating torch.dtype"),
+    R(linear.random_projection, "generator a seed", lambda: linear.random_projection(4, 4, generator=3), TypeError, "generator must be a torch.Generator"),
+    R(linear.performer_features, "projection of another width", lambda: linear.performer_features(floats(2, 4), floats(3, 5)), ValueError, "projection must have shape (n_features, 4)"),
+    R(linear.performer_features, "integer x", lambda: linear.performer_features(ids(2, 4), floats(3, 4)), TypeError, "x must have dtype floating"),
+    R(linear.PerformerAttention, "n_features = 0", lambda: linear.PerformerAttention(8, 2, n_features=0), ValueError, "n_features must be >= 1"),
+    R(sinkhorn.sinkhorn, "integer scores", lambda: sinkhorn.sinkhorn(ids(2, 3, 3)), TypeError, "log_scores must have dtype floating"),
+    R(sinkhorn.sinkhorn, "not square", lambda: sinkhorn.sinkhorn(floats(3, 4)), ValueError, "log_scores must have shape (..., n, n)"),
+    R(sinkhorn.sinkhorn, "n_iters = 0", lambda: sinkhorn.sinkhorn(floats(3, 3), n_iters=0), ValueError, "n_iters must be >= 1"),
+    R(sinkhorn.SinkhornAttention, "temperature = nan", lambda: sinkhorn.SinkhornAttention(8, 2, temperature=NAN), ValueError, "temperature must be a finite number > 0"),
+    R(sinkhorn.SinkhornAttention, "block_size = 0", lambda: sinkhorn.SinkhornAttention(8, 2, block_size=0), ValueError, "block_size must be >= 1"),
+    R(sinkhorn.SinkhornAttention, "causal mask", lambda: sinkhorn.SinkhornAttention(8, 2, block_size=2)(*qkv(d=8), masks.causal_mask(4)[None, None]), ValueError, "can only honour key padding"),
+    R(low_rank.LinformerAttention, "seq_len = 0", lambda: low_rank.LinformerAttention(8, 2, seq_len=0), ValueError, "seq_len must be >= 1"),
+    R(low_rank.LinformerAttention, "share_kv 'no'", lambda: low_rank.LinformerAttention(8, 2, seq_len=4, share_kv="no"), TypeError, "share_kv must be a bool"),
+    R(low_rank.LinformerAttention, "longer than seq_len", lambda: low_rank.LinformerAttention(8, 2, seq_len=3, k=2)(*qkv(d=8)), ValueError, "was built for seq_len=3"),
+    R(low_rank.CompressedAttention, "stride = 0", lambda: low_rank.CompressedAttention(8, 2, stride=0), ValueError, "stride must be >= 1"),
+    R(low_rank.CompressedAttention, "causal mask", lambda: low_rank.CompressedAttention(8, 2, stride=2)(*qkv(d=8), masks.causal_mask(4)[None, None]), ValueError, "can only honour key padding"),
+    R(synthesizer.DenseSynthesizerAttention, "hidden = 0", lambda: synthesizer.DenseSynthesizerAttention(8, 2, seq_len=4, hidden=0), ValueError, "hidden must be >= 1"),
+    R(synthesizer.DenseSynthesizerAttention, "longer than seq_len", lambda: synthesizer.DenseSynthesizerAttention(8, 2, seq_len=3)(*qkv(d=8)), ValueError, "was built for seq_len=3"),
+    R(synthesizer.RandomSynthesizerAttention, "fixed 'yes'", lambda: synthesizer.RandomSynthesizerAttention(8, 2, seq_len=4, fixed="yes"), TypeError, "fixed must be a bool"),
+    R(synthesizer.RandomSynthesizerAttention, "seq_len = 0", lambda: synthesizer.RandomSynthesizerAttention(8, 2, seq_len=0), ValueError, "seq_len must be >= 1"),
+    # data: section 07
+    R(long_range.retrieval_vocab_size, "n_keys = 0", lambda: long_range.retrieval_vocab_size(0), ValueError, "n_keys must be >= 1"),
+    R(long_range.retrieval_task, "float seed", lambda: long_range.retrieval_task(4, 16, seed=1.5), TypeError, "seed must be an int"),
+    R(long_range.retrieval_task, "sequence too short for its pairs", lambda: long_range.retrieval_task(4, 2), ValueError, "seq_len must be >= 2 * n_keys"),
     # training (issue 12 owns the checks of fit/evaluate: rows for what is refused today)
     R(training.fit, "epochs = 0", lambda: training.fit(tagger(), (ids(4, 3), ids(4, 3, high=3)), epochs=0, progress=False), ValueError, "epochs must be >= 1"),
     R(training.fit, "batch_size = 0", lambda: training.fit(tagger(), (ids(4, 3), ids(4, 3, high=3)), epochs=1, batch_size=0, progress=False), ValueError, "batch_size must be >= 1"),

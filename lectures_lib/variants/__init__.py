@@ -8,15 +8,29 @@ grow with the square of the sequence length :math:`N`. The lecture's variants sk
   global);
 * :mod:`~lectures_lib.variants.local`: local attention computed band by band in
   :math:`O(N \cdot w)` memory, exactly dense attention under :func:`local_mask`;
-* :mod:`~lectures_lib.variants.linear`: linear attention, :math:`O(N)` memory.
+* :mod:`~lectures_lib.variants.sinkhorn`: a learned pattern, the Sinkhorn sorting network;
+* :mod:`~lectures_lib.variants.low_rank`: representative keys, Linformer and compressed attention;
+* :mod:`~lectures_lib.variants.linear`: linear attention and Performer, :math:`O(N)` memory;
+* :mod:`~lectures_lib.variants.synthesizer`: Dense and Random Synthesizer (no q and k).
 
 Every module here is an attention factory: ``EncoderTagger(..., attention=partial(Cls, ...))``.
-Derived in ``06_attention_variants.ipynb``.
+Derived in ``06_attention_variants.ipynb`` (patterns, local, clustering) and
+``07_efficient_attention.ipynb`` (Sinkhorn, low rank, linear, Performer, Synthesizer).
 """
 
-from .linear import elu_feature_map, linear_attention
+from .linear import (
+    LinearAttention,
+    PerformerAttention,
+    elu_feature_map,
+    linear_attention,
+    performer_features,
+    random_projection,
+)
 from .local import band_to_dense, local_attention
+from .low_rank import CompressedAttention, LinformerAttention
 from .patterns import global_mask, local_mask, stride_mask
+from .sinkhorn import SinkhornAttention, sinkhorn
+from .synthesizer import DenseSynthesizerAttention, RandomSynthesizerAttention
 
 __all__ = [
     "local_mask",
@@ -26,4 +40,14 @@ __all__ = [
     "band_to_dense",
     "elu_feature_map",
     "linear_attention",
+    "LinearAttention",
+    "random_projection",
+    "performer_features",
+    "PerformerAttention",
+    "sinkhorn",
+    "SinkhornAttention",
+    "LinformerAttention",
+    "CompressedAttention",
+    "DenseSynthesizerAttention",
+    "RandomSynthesizerAttention",
 ]

@@ -42,14 +42,19 @@ def test_local_attention_equals_dense_attention_under_local_mask(inputs, window)
                                msg=f"local attention's weights, window {window}")
 
 
-@given(self_attention_inputs(), st.sampled_from(["elu", "exp", "relu+1"]))
-def test_linear_attention_equals_its_quadratic_form(inputs, name):
-    """phi(Q) (phi(K)^T V), normalised, equals the N x N form (phi(Q) phi(K)^T) V row-normalised."""
+@given(self_attention_inputs(), st.sampled_from(["elu", "exp", "relu+1"]), st.booleans())
+def test_linear_attention_equals_its_quadratic_form(inputs, name, causal):
+    """phi(Q) (phi(K)^T V), normalised, equals the N x N form (phi(Q) phi(K)^T) V row-normalised
+    (with causal=True: only keys j <= i, the running sums against the lower triangle)."""
     q, k, v = inputs
     feature_map = {"elu": elu_feature_map, "exp": lambda x: (x / 30).exp(),
                    "relu+1": lambda x: x.relu() + 1}[name]
     scores = feature_map(q) @ feature_map(k).transpose(-2, -1)  # (..., n, n), all >= 0
+    if causal:
+        n = q.shape[-2]
+        scores = scores * torch.ones(n, n, dtype=torch.bool).tril()  # query i sees keys j <= i
     sums = scores.sum(dim=-1, keepdim=True)  # 0 when every feature underflowed: zero output
     weights = torch.where(sums > 0, scores / sums.clamp(min=1e-300), torch.zeros_like(scores))
-    torch.testing.assert_close(linear_attention(q, k, v, feature_map=feature_map), weights @ v,
-                               msg=f"linear attention with the {name} feature map")
+    out = linear_attention(q, k, v, feature_map=feature_map, causal=causal)
+    torch.testing.assert_close(out, weights @ v,
+                               msg=f"linear attention (causal={causal}), {name} feature map")
