@@ -5,7 +5,7 @@ never raises because of the student's code, never mutates the student's inputs, 
 something is wrong, names the likely mistake in ``str(result)`` and ``result.mistake``.
 
 Modules: ``attention`` (section 01), ``heads`` (02), ``positional`` (03), ``transformer`` (04),
-``masks`` (05), ``efficient`` (07).
+``masks`` (05), ``variants`` (06), ``efficient`` (07).
 """
 
 from ._base import CheckResult, Mistake
@@ -21,6 +21,8 @@ from .positional import *  # noqa: F401,F403
 from .positional import __all__ as _positional_all
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
+from .variants import *  # noqa: F401,F403
+from .variants import __all__ as _variants_all
 
 __all__ = [
     "CheckResult",
@@ -30,5 +32,6 @@ __all__ = [
     *_positional_all,
     *_transformer_all,
     *_masks_all,
+    *_variants_all,
     *_efficient_all,
 ]

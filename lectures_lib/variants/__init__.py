@@ -8,6 +8,10 @@ grow with the square of the sequence length :math:`N`. The lecture's variants sk
   global);
 * :mod:`~lectures_lib.variants.local`: local attention computed band by band in
   :math:`O(N \cdot w)` memory, exactly dense attention under :func:`local_mask`;
+* :mod:`~lectures_lib.variants.sparse`: stride attention by reshaping, global tokens, and the
+  gather engine of Longformer and Big Bird;
+* :mod:`~lectures_lib.variants.clustering`: Reformer's LSH and the Routing Transformer's k-means,
+  attention within a cluster;
 * :mod:`~lectures_lib.variants.sinkhorn`: a learned pattern, the Sinkhorn sorting network;
 * :mod:`~lectures_lib.variants.low_rank`: representative keys, Linformer and compressed attention;
 * :mod:`~lectures_lib.variants.linear`: linear attention and Performer, :math:`O(N)` memory;
@@ -18,6 +22,17 @@ Derived in ``06_attention_variants.ipynb`` (patterns, local, clustering) and
 ``07_efficient_attention.ipynb`` (Sinkhorn, low rank, linear, Performer, Synthesizer).
 """
 
+from .base import PatternAttention
+from .clustering import (
+    LSHAttention,
+    RoutingAttention,
+    cluster_mask,
+    clustered_attention,
+    kmeans,
+    lsh_buckets,
+    nearest_centroid,
+    random_rotations,
+)
 from .linear import (
     LinearAttention,
     PerformerAttention,
@@ -26,10 +41,27 @@ from .linear import (
     performer_features,
     random_projection,
 )
-from .local import band_to_dense, local_attention
+from .local import LocalAttention, band_to_dense, local_attention
 from .low_rank import CompressedAttention, LinformerAttention
-from .patterns import global_mask, local_mask, stride_mask
+from .patterns import (
+    dilated_mask,
+    global_mask,
+    head_patterns,
+    local_mask,
+    random_keys,
+    random_mask,
+    receptive_field,
+    stride_mask,
+)
 from .sinkhorn import SinkhornAttention, sinkhorn
+from .sparse import (
+    BigBirdAttention,
+    LongformerAttention,
+    global_attention,
+    sparse_attention,
+    sparse_pattern,
+    strided_attention,
+)
 from .synthesizer import DenseSynthesizerAttention, RandomSynthesizerAttention
 
 __all__ = [
@@ -50,4 +82,26 @@ __all__ = [
     "CompressedAttention",
     "DenseSynthesizerAttention",
     "RandomSynthesizerAttention",
+    # section 06 part 1: patterns, sparse engines, clustering
+    "dilated_mask",
+    "random_keys",
+    "random_mask",
+    "head_patterns",
+    "receptive_field",
+    "PatternAttention",
+    "LocalAttention",
+    "strided_attention",
+    "sparse_attention",
+    "sparse_pattern",
+    "global_attention",
+    "LongformerAttention",
+    "BigBirdAttention",
+    "lsh_buckets",
+    "random_rotations",
+    "kmeans",
+    "nearest_centroid",
+    "cluster_mask",
+    "clustered_attention",
+    "LSHAttention",
+    "RoutingAttention",
 ]
