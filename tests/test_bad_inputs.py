@@ -44,7 +44,16 @@ from lectures_lib import (
     utils,
 )
 from lectures_lib.data import labelling, long_range, ordering, relations, sequences, translation
-from lectures_lib.variants import linear, local, low_rank, patterns, synthesizer
+from lectures_lib.variants import (
+    base,
+    clustering,
+    linear,
+    local,
+    low_rank,
+    patterns,
+    sparse,
+    synthesizer,
+)
 
 # (the package re-exports the function sinkhorn under the module's name: ask for the module)
 sinkhorn = importlib.import_module("lectures_lib.variants.sinkhorn")
@@ -423,6 +432,30 @@ ROWS: list[Row] = [
     R(long_range.retrieval_vocab_size, "n_keys = 0", lambda: long_range.retrieval_vocab_size(0), ValueError, "n_keys must be >= 1"),
     R(long_range.retrieval_task, "float seed", lambda: long_range.retrieval_task(4, 16, seed=1.5), TypeError, "seed must be an int"),
     R(long_range.retrieval_task, "sequence too short for its pairs", lambda: long_range.retrieval_task(4, 2), ValueError, "seq_len must be >= 2 * n_keys"),
+    R(patterns.dilated_mask, "dilation = 0", lambda: patterns.dilated_mask(5, 1, 0), ValueError, "dilation must be >= 1"),
+    R(patterns.random_keys, "float seed", lambda: patterns.random_keys(4, 2, seed=1.5), TypeError, "seed must be an int"),
+    R(patterns.random_mask, "n = 0", lambda: patterns.random_mask(0, 1), ValueError, "n must be >= 1"),
+    R(patterns.head_patterns, "no pattern", lambda: patterns.head_patterns([]), TypeError, "patterns must be a non-empty list"),
+    R(patterns.head_patterns, "float pattern", lambda: patterns.head_patterns([torch.rand(3, 3)]), TypeError, "patterns[0] must have dtype bool"),
+    R(patterns.receptive_field, "float mask", lambda: patterns.receptive_field(torch.eye(3), 1), TypeError, "mask must have dtype bool"),
+    R(base.PatternAttention, "d_model not divisible", lambda: base.PatternAttention(6, 4), ValueError, "not divisible by num_heads=4"),
+    R(base.check_key_mask, "float key mask", lambda: base.check_key_mask(torch.rand(2, 4), (2,)), TypeError, "key_mask must have dtype bool"),
+    R(local.LocalAttention, "window = -1", lambda: local.LocalAttention(8, 2, window=-1), ValueError, "window must be >= 0"),
+    R(sparse.strided_attention, "stride = 0", lambda: sparse.strided_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), 0), ValueError, "stride must be >= 1"),
+    R(sparse.sparse_attention, "float key_index", lambda: sparse.sparse_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), torch.rand(4, 2)), TypeError, "key_index must have dtype integer"),
+    R(sparse.global_attention, "position outside", lambda: sparse.global_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), [7]), ValueError, "global_positions must lie in [0, 3]"),
+    R(sparse.LongformerAttention, "dilation 0", lambda: sparse.LongformerAttention(8, 2, dilations=[0, 1]), ValueError, "must be >= 1, got 0"),
+    R(sparse.LongformerAttention, "window = -1", lambda: sparse.LongformerAttention(8, 2, window=-1), ValueError, "window must be >= 0"),
+    R(sparse.BigBirdAttention, "num_random = -1", lambda: sparse.BigBirdAttention(8, 2, num_random=-1), ValueError, "num_random must be >= 0"),
+    R(sparse.BigBirdAttention, "float seed", lambda: sparse.BigBirdAttention(8, 2, seed=1.5), TypeError, "seed must be an int"),
+    R(clustering.lsh_buckets, "integer x", lambda: clustering.lsh_buckets(ids(2, 3), floats(3, 2)), TypeError, "x must have dtype floating"),
+    R(clustering.lsh_buckets, "feature sizes differ", lambda: clustering.lsh_buckets(floats(2, 3), floats(4, 2)), ValueError, "with the same d"),
+    R(clustering.random_rotations, "odd n_buckets", lambda: clustering.random_rotations(4, 3), ValueError, "n_buckets must be even"),
+    R(clustering.kmeans, "n_clusters = 0", lambda: clustering.kmeans(floats(5, 3), 0), ValueError, "n_clusters must be >= 1"),
+    R(clustering.cluster_mask, "float clusters", lambda: clustering.cluster_mask(floats(4), floats(4)), TypeError, "query_clusters must have dtype integer"),
+    R(clustering.clustered_attention, "cluster id outside", lambda: clustering.clustered_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), torch.full((2, 4), 5), torch.zeros(2, 4, dtype=torch.long), 2), ValueError, "query_clusters must lie in [0, 1]"),
+    R(clustering.LSHAttention, "n_hashes = 0", lambda: clustering.LSHAttention(8, 2, n_hashes=0), ValueError, "n_hashes must be >= 1"),
+    R(clustering.RoutingAttention, "decay = nan", lambda: clustering.RoutingAttention(8, 2, decay=NAN), ValueError, "decay must be in [0, 1)"),
     # training (issue 12 owns the checks of fit/evaluate: rows for what is refused today)
     R(training.fit, "epochs = 0", lambda: training.fit(tagger(), (ids(4, 3), ids(4, 3, high=3)), epochs=0, progress=False), ValueError, "epochs must be >= 1"),
     R(training.fit, "batch_size = 0", lambda: training.fit(tagger(), (ids(4, 3), ids(4, 3, high=3)), epochs=1, batch_size=0, progress=False), ValueError, "batch_size must be >= 1"),
@@ -456,6 +489,12 @@ NO_ROW: dict[str, str] = {
     "lectures_lib.data.relations.TwoRelationsData": "a record the library fills",
     "lectures_lib.data.translation.TranslationSplit": "a record the library fills",
     "lectures_lib.data.translation.TranslationData": "a record the library fills",
+    "lectures_lib.variants.base.as_key_mask": "issue 8 (owner): an inner helper that trusts its "
+    "mask; a float mask is accepted today",
+    "lectures_lib.variants.clustering.nearest_centroid": "issue 8 (owner): centroids of another "
+    "width give PyTorch's matmul error today",
+    "lectures_lib.variants.sparse.sparse_pattern": "issue 8 (owner): a key_index past n gives "
+    "PyTorch's index error today",
     "lectures_lib.training.cross_entropy": "issue 12 adds its target checks (wrong shape, same numel)",
     "lectures_lib.training.default_forward": "issue 12: a bad batch raises Python's unpacking error today",
 }
