@@ -83,12 +83,13 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     :math:`\alpha'_{i,j} = \exp(\alpha_{i,j}) / \sum_{j' \text{ allowed}} \exp(\alpha_{i,j'})`.
 
     ``scores`` ``(..., n_q, n_k)``; ``mask`` a bool mask broadcasting to it (True = may attend).
-    Returns weights of the same shape: each row sums to 1, masked cells are exactly 0 (they are
-    set to :math:`-\infty` before the softmax, so a masked key never gets weight, in any dtype),
-    and a query with *no* allowed key gets an all-zero row instead of NaN (the course's
-    convention, not softmax's: PyTorch's fused kernel may give NaN there). Softmax itself
-    subtracts the row maximum, so large scores do not overflow. Derived in
-    ``01_self_attention.ipynb``.
+    Returns weights of the same shape: each row sums to 1, and masked cells are exactly 0 in
+    every dtype (they are set to :math:`-\infty` before the softmax, and to 0 after it), so a
+    masked key never gets weight. A query with *no* allowed key gets an all-zero row instead of
+    NaN (the course's convention, not softmax's: PyTorch's fused kernel may give NaN there).
+    Softmax itself subtracts the row maximum, so large scores do not overflow. A NaN score
+    stays NaN in the weights of its row (see ``scaled_dot_product_attention`` for the NaN
+    rule). Derived in ``01_self_attention.ipynb``.
     """
     if at_boundary():
         check_tensor(scores, "scores", dtype="floating")
@@ -102,12 +103,10 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
         return torch.softmax(scores, dim=-1)  # (..., n_q, n_k)
     mask = mask.to(scores.device)
     scores = scores.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0: masked keys get no weight
-    has_key = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1): may this query attend at all?
-    if bool(has_key.all()):
-        return torch.softmax(scores, dim=-1)
-    # A row of -inf only would give 0 / 0 = NaN: give it finite scores, then zero its weights.
-    scores = scores.masked_fill(~has_key, 0.0)
-    return torch.softmax(scores, dim=-1) * has_key  # (..., n_q, n_k)
+    weights = torch.softmax(scores, dim=-1)  # a row with no allowed key is 0 / 0 = NaN here...
+    # ...and a row whose allowed scores all overflowed too: set every masked cell to exactly 0,
+    # so a query with nothing to attend to gets an all-zero row, and a masked key never wins.
+    return weights.masked_fill(~mask, 0.0)  # (..., n_q, n_k)
 
 
 def scaled_dot_product_attention(
@@ -137,7 +136,21 @@ def scaled_dot_product_attention(
     Returns:
         ``(out, weights)`` with shapes ``(..., n_q, d_v)`` and ``(..., n_q, n_k)``. Each row of
         ``weights`` sums to 1 and is exactly 0 on masked cells. A query whose keys are *all* masked
-        (e.g. a padding query) gets an all-zero row and a zero output instead of NaN.
+        (e.g. a padding query), or a sequence with no keys at all, gets an all-zero row and a zero
+        output instead of NaN.
+
+    **Half precision.** In float16 a score :math:`q \cdot k` overflows past 65504, so the scores
+    and the softmax are computed in float32 for float16/bfloat16 inputs (as PyTorch's fused
+    kernels do), and the weights are cast back to the input dtype: no row overflows to
+    :math:`-\infty` everywhere, and masked cells stay exactly 0.
+
+    **NaN and inf** in ``q``, ``k``, ``v`` are not refused (checking every tensor would cost a
+    pass over it at every call); they propagate, the same on this path and on
+    :func:`fused_attention`: a non-finite query makes its own output row NaN (unless it may attend
+    to no key at all: such a row is all zeros, whatever the query); a non-finite key
+    makes NaN the rows of the queries that *may attend* to it (a masked key is removed before
+    the softmax); a non-finite value reaches every output of its ``(batch, head)`` slice,
+    masked or not (the weighted sum multiplies it by 0, and 0 x NaN = NaN).
 
     Derived in ``01_self_attention.ipynb``.
     """
@@ -146,9 +159,11 @@ def scaled_dot_product_attention(
         dropout_p = check_probability(dropout_p, "dropout_p")
         if mask is not None:
             check_mask(mask, (*q.shape[:-1], k.shape[-2]))
+    # float16 scores overflow past 65504 (bfloat16 loses digits): score in at least float32.
+    compute_dtype = torch.promote_types(q.dtype, torch.float32)
     with inside_library():
-        scores = attention_scores(q, k)  # (..., n_q, n_k)
-        weights = masked_softmax(scores, mask)  # (..., n_q, n_k), rows sum to 1 (or 0)
+        scores = attention_scores(q.to(compute_dtype), k.to(compute_dtype))  # (..., n_q, n_k)
+        weights = masked_softmax(scores, mask).to(v.dtype)  # (..., n_q, n_k), rows sum to 1 or 0
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     out = weights @ v  # (..., n_q, d_v)
@@ -165,16 +180,26 @@ def fused_attention(
     """Same result as :func:`scaled_dot_product_attention` via PyTorch's fused kernel.
 
     Returns only ``out`` (fused kernels never materialise the weights). Used by the modules when
-    the weights are not needed (``need_weights=False``). Queries whose keys are all masked get a
-    zero output, as in the explicit path (the fused kernel alone may give NaN there). Same
-    arguments and checks as the explicit path. (Named *fused* for PyTorch's kernel; section 06's
-    Performer is "fast attention via orthogonal random features", a different thing.)
+    the weights are not needed (``need_weights=False``). Queries whose keys are all masked (or a
+    sequence with no keys) get a zero output, as in the explicit path (the fused kernel alone may
+    give NaN there). Same arguments and checks as the explicit path.
+
+    **NaN and inf** follow the explicit path's rule (see :func:`scaled_dot_product_attention`):
+    PyTorch's fused kernels do not agree among themselves on where a NaN goes (some give a zero
+    row), so when ``q``, ``k`` or ``v`` holds a non-finite value this function computes the
+    explicit path instead, and both paths give the same output. (Named *fused* for PyTorch's
+    kernel; section 06's Performer is "fast attention via orthogonal random features", a
+    different thing.)
     """
     if at_boundary():
         check_qkv(q, k, v)
         dropout_p = check_probability(dropout_p, "dropout_p")
         if mask is not None:
             check_mask(mask, (*q.shape[:-1], k.shape[-2]))
+    empty = q.shape[-2] == 0 or k.shape[-2] == 0  # no query, or no key: kernels may give NaN
+    if empty or not all(bool(torch.isfinite(t).all()) for t in (q, k, v)):
+        with inside_library():  # one rule for both paths (NaN, no key): the explicit one
+            return scaled_dot_product_attention(q, k, v, mask, dropout_p)[0]
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
     mask = mask.to(q.device)
@@ -216,6 +241,7 @@ class SelfAttention(nn.Module):
         self.d_model = check_positive_int(d_model, "d_model")
         self.d_k = check_positive_int(d_k if d_k is not None else d_model, "d_k")
         self.d_v = check_positive_int(d_v if d_v is not None else d_model, "d_v")
+        bias = check_bool(bias, "bias")
         self.w_q = nn.Linear(self.d_model, self.d_k, bias=bias)
         self.w_k = nn.Linear(self.d_model, self.d_k, bias=bias)
         self.w_v = nn.Linear(self.d_model, self.d_v, bias=bias)

@@ -51,6 +51,8 @@ COLOURS = {
 
 
 def _new_axes(ax, size: tuple[float, float]):
+    if ax is not None and not isinstance(ax, plt.Axes):
+        raise TypeError(f"ax must be None or a matplotlib Axes, got {type(ax).__name__}")
     if ax is None:
         _, ax = plt.subplots(figsize=size)
     ax.set_aspect("equal")
@@ -371,6 +373,8 @@ def draw_encoder_decoder(ax=None, *, title: str | None = None):
 def draw_decoding_loop(ax=None, *, words: Sequence[str] = ("three", "thousand", "forty", "two"),
                        title: str | None = None):
     """Autoregressive decoding: BEGIN in, a word out, fed back as the next input, until END."""
+    if isinstance(words, str) or not isinstance(words, Sequence):
+        raise TypeError(f"words must be a list of strings, got {type(words).__name__} ({words!r})")
     words = list(words)
     if not words or not all(isinstance(w, str) for w in words):
         raise ValueError(f"words must be a non-empty sequence of strings, got {words!r}")

@@ -202,6 +202,13 @@ def sublayer_connection(
     Derived in ``04_transformer_encoder.ipynb``.
     """
     if at_boundary():
+        check_tensor(x, "x", dtype="floating")
+        for name, function in (("sublayer", sublayer), ("norm", norm)):
+            if not callable(function):
+                raise TypeError(
+                    f"{name} must be a callable taking and returning a tensor (a module or a "
+                    f"function), got {type(function).__name__}"
+                )
         check_bool(norm_first, "norm_first")
     if norm_first:
         return x + sublayer(norm(x))

@@ -11,7 +11,11 @@ Conventions (the course's contract):
   or is 1, so a mask never broadcasts by accident;
 * a 3-D mask for 4-D scores is refused: ``(batch, n_q, n_k)`` and ``(heads, n_q, n_k)`` would be
   indistinguishable when ``batch == heads``. Say which you mean: ``mask[:, None]`` (per example)
-  or ``mask[None]`` (per head).
+  or ``mask[None]`` (per head);
+* for the same reason a 2-D mask is refused when ``batch == n_queries > 1``: there a
+  ``(n_queries, n_keys)`` pattern and a ``(batch, n_keys)`` key-padding mask have the same
+  shape. Say which you mean: ``mask[None, None]`` (one pattern for every example) or
+  ``mask[:, None, None, :]`` (one row of keys per example).
 
 ``causal_mask`` is derived in ``05_transformer_decoder.ipynb`` (used from 01 on) and
 ``key_padding_mask`` in ``02_multi_head_attention.ipynb``. Everything here is also importable from
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from .utils import check_non_negative_int, check_positive_int, check_tensor
+from .utils import check_device, check_non_negative_int, check_positive_int, check_tensor
 
 __all__ = ["causal_mask", "key_padding_mask", "check_mask"]
 
@@ -33,6 +37,7 @@ def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tenso
     Derived in ``05_transformer_decoder.ipynb`` (masked self-attention); used from section 01 on.
     """
     n = check_positive_int(n, "n")
+    device = check_device(device)
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
@@ -47,7 +52,10 @@ def key_padding_mask(
     """
     if not isinstance(lengths, torch.Tensor):
         lengths = torch.as_tensor(lengths)
-    check_tensor(lengths, "lengths", ndim=1, dtype="integer")
+    check_tensor(lengths, "lengths", ndim=1)
+    if lengths.numel() == 0:
+        raise ValueError("lengths is empty: give one length per sequence of the batch")
+    check_tensor(lengths, "lengths", dtype="integer")
     if lengths.numel() and int(lengths.min()) < 0:
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0
@@ -73,12 +81,23 @@ def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torc
     """Validate a boolean attention mask against the shape of the scores it will mask.
 
     ``scores_shape`` is ``(..., n_queries, n_keys)``. The mask must be ``torch.bool`` (True = may
-    attend), have at most as many dimensions as the scores (but not 3 for 4-D scores: that is
-    ambiguous), and each of its dimensions (right-aligned) must equal the corresponding score
+    attend), have at most as many dimensions as the scores (but not 3 for 4-D scores, nor 2 when
+    ``batch == n_queries > 1``: those are ambiguous), and each of its dimensions (right-aligned) must equal the corresponding score
     dimension or be 1.
     Returns the mask unchanged.
     """
+    if not isinstance(scores_shape, (tuple, list, torch.Size)) or not all(
+        isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in scores_shape
+    ):
+        raise TypeError(
+            "scores_shape must be a tuple of sizes (..., n_queries, n_keys), got "
+            f"{scores_shape!r}"
+        )
     scores_shape = tuple(scores_shape)
+    if len(scores_shape) < 2:
+        raise ValueError(
+            f"scores_shape must have at least 2 sizes (..., n_queries, n_keys), got {scores_shape}"
+        )
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor of dtype torch.bool, got {type(mask).__name__}")
     if mask.dtype != torch.bool:
@@ -97,6 +116,18 @@ def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torc
         raise ValueError(
             f"mask with shape {tuple(mask.shape)} cannot be matched to attention scores of shape "
             f"{scores_shape} (batch..., n_queries, n_keys)"
+        )
+    n_first, n_queries = scores_shape[0], scores_shape[-2]
+    if mask.dim() == 2 and len(scores_shape) >= 3 and 1 < n_first == n_queries == mask.shape[0]:
+        extra = len(scores_shape) - 2  # the dimensions between the first and the keys
+        pattern = "mask[" + ", ".join(["None"] * extra) + "]"
+        padding = "mask[:, " + "None, " * extra + ":]"
+        raise ValueError(
+            f"mask with shape {tuple(mask.shape)} is 2-D, which is ambiguous for attention scores "
+            f"of shape {scores_shape} because batch == n_queries == {scores_shape[0]}: is it one "
+            "(n_queries, n_keys) pattern for every example, or a (batch, n_keys) key-padding "
+            f"mask? Use {pattern} for the pattern, or {padding} for key padding "
+            "(key_padding_mask(lengths) builds it)."
         )
     for mask_size, score_size in zip(reversed(mask.shape), reversed(scores_shape), strict=False):
         if mask_size not in (1, score_size):

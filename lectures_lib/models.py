@@ -93,6 +93,8 @@ def _independent_layers(layer: nn.Module | Callable[[], nn.Module], num_layers: 
 
 def _final_norm(layers: nn.ModuleList, final_norm: bool | None) -> nn.LayerNorm | None:
     first = layers[0]
+    if final_norm is not None:
+        check_bool(final_norm, "final_norm")
     if final_norm is None:
         final_norm = first.norm_first  # Pre-LN leaves the residual stream unnormalised
     if not final_norm:

@@ -13,17 +13,59 @@ import numpy as np
 import torch
 
 from .training import History
+from .utils import check_positive_int
 
 __all__ = ["plot_attention", "plot_attention_heads", "plot_mask", "plot_heatmap", "plot_history"]
 
 
-def _to_numpy_2d(matrix: torch.Tensor | np.ndarray, name: str) -> np.ndarray:
+def _to_numpy(matrix: object, name: str) -> np.ndarray:
+    """A tensor, array or nested list of real numbers (or bools), as a NumPy array."""
     if isinstance(matrix, torch.Tensor):
-        matrix = matrix.detach().float().cpu().numpy()
-    matrix = np.asarray(matrix)
+        if matrix.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got dtype {matrix.dtype}")
+        matrix = matrix.detach().cpu()
+        matrix = matrix.numpy() if matrix.dtype == torch.bool else matrix.float().numpy()
+    array = np.asarray(matrix)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must be a tensor or array of numbers, got {type(matrix).__name__} "
+            f"(NumPy dtype {array.dtype})"
+        )
+    if array.size == 0:
+        raise ValueError(f"{name} is empty (shape {array.shape}): there is nothing to draw")
+    return array
+
+
+def _to_numpy_2d(matrix: object, name: str) -> np.ndarray:
+    matrix = _to_numpy(matrix, name)
     if matrix.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_queries, n_keys), got shape {matrix.shape}")
     return matrix
+
+
+def _check_labels(labels: object, name: str, expected: int, axis: str) -> None:
+    if labels is None:
+        return
+    if isinstance(labels, str) or not isinstance(labels, Sequence):
+        raise TypeError(f"{name} must be a list of strings, got {type(labels).__name__}")
+    if len(labels) != expected:
+        raise ValueError(
+            f"{name} must have one label per {axis} ({expected}), got {len(labels)} labels"
+        )
+
+
+def _check_ax(ax: object) -> None:
+    if ax is not None and not isinstance(ax, plt.Axes):
+        raise TypeError(f"ax must be None or a matplotlib Axes, got {type(ax).__name__}")
+
+
+def _check_weights_range(weights: np.ndarray, name: str) -> None:
+    finite = weights[np.isfinite(weights)]
+    if finite.size and (finite.min() < -1e-6 or finite.max() > 1 + 1e-6):
+        raise ValueError(
+            f"{name} must be attention weights in [0, 1], got values from {finite.min():.3g} to "
+            f"{finite.max():.3g}; draw scores or other numbers with plot_heatmap"
+        )
 
 
 def plot_heatmap(
@@ -39,6 +81,7 @@ def plot_heatmap(
 ):
     """Show a 2-D array as an image with a colour bar."""
     matrix = _to_numpy_2d(matrix, "matrix")
+    _check_ax(ax)
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 3.5))
     image = ax.imshow(matrix, cmap=cmap, aspect="auto", interpolation="nearest", **imshow_kwargs)
@@ -64,6 +107,9 @@ def plot_attention(
 ):
     """Attention map: row i = query i, column j = key j, colour = weight alpha'_{i,j} in [0, 1]."""
     weights = _to_numpy_2d(weights, "weights")
+    _check_weights_range(weights, "weights")
+    _check_labels(query_labels, "query_labels", weights.shape[0], "query (row of weights)")
+    _check_labels(key_labels, "key_labels", weights.shape[1], "key (column of weights)")
     ax = plot_heatmap(
         weights, ax=ax, title=title, xlabel="key position j", ylabel="query position i",
         cmap="Blues", colorbar=colorbar, vmin=0.0, vmax=1.0,
@@ -87,16 +133,21 @@ def plot_attention_heads(
     """One attention map per head (or per layer and head): ``weights`` ``(heads, n_q, n_k)``
     or ``(layers, heads, n_q, n_k)``. One colour bar (weights 0 to 1) serves every map.
     Returns the figure; its first ``layers * heads`` axes are the maps, in order."""
-    if isinstance(weights, torch.Tensor):
-        weights = weights.detach().float().cpu().numpy()
-    weights = np.asarray(weights)
+    weights = _to_numpy(weights, "weights")
     if weights.ndim == 3:
         weights = weights[None]
     if weights.ndim != 4:
         raise ValueError(
             f"weights must be (heads, n_q, n_k) or (layers, heads, n_q, n_k), got {weights.shape}"
         )
+    _check_weights_range(weights, "weights")
     layers, heads = weights.shape[:2]
+    if cols is not None:
+        cols = check_positive_int(cols, "cols")
+    if titles is not None:
+        _check_labels(titles, "titles", layers * heads, "map (layer and head)")
+    _check_labels(query_labels, "query_labels", weights.shape[2], "query (row of weights)")
+    _check_labels(key_labels, "key_labels", weights.shape[3], "key (column of weights)")
     rows, cols = (layers, heads) if cols is None else (int(np.ceil(layers * heads / cols)), cols)
     fig, axes = plt.subplots(rows, cols, figsize=(2.8 * cols, 2.6 * rows), squeeze=False)
     flat = weights.reshape(layers * heads, *weights.shape[2:])
@@ -125,7 +176,10 @@ def plot_mask(mask, *, ax=None, title: str | None = "mask (dark = may attend)"):
         if mask.dtype != torch.bool:
             raise TypeError(f"mask must have dtype torch.bool, got {mask.dtype}")
         mask = mask.cpu().numpy()
-    mask = _to_numpy_2d(mask, "mask").astype(float)
+    mask = _to_numpy_2d(mask, "mask")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    mask = mask.astype(float)
     return plot_heatmap(
         mask, ax=ax, title=title, xlabel="key position j", ylabel="query position i",
         cmap="Greys", colorbar=False, vmin=0.0, vmax=1.0,
@@ -138,6 +192,17 @@ def plot_history(history: History | dict[str, History], *, title: str | None = N
     Each run keeps one colour in both panels (training solid, held-out dashed); the legend sits
     outside the panels, so it never hides the curves (which crowd near accuracy 1)."""
     runs = history if isinstance(history, dict) else {"": history}
+    if not runs:
+        raise ValueError("history is an empty dict: give at least one History to plot")
+    for name, run in runs.items():
+        label = f"history[{name!r}]" if name else "history"
+        if not isinstance(run, History):
+            raise TypeError(
+                f"{label} must be a History (what fit returns) or a dict of them, got "
+                f"{type(run).__name__}"
+            )
+        if not run.loss:
+            raise ValueError(f"{label} is empty: train for at least one epoch before plotting")
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.2))
     for index, (name, run) in enumerate(runs.items()):
         colour = f"C{index % 10}"

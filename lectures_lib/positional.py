@@ -17,11 +17,20 @@ All of it is derived in ``03_positional_encoding.ipynb``.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
-from .utils import at_boundary, check_positive_int, check_tensor
+from .utils import (
+    at_boundary,
+    check_device,
+    check_positive_float,
+    check_positive_int,
+    check_tensor,
+    inside_library,
+)
 
 __all__ = [
     "sinusoidal_encoding",
@@ -39,8 +48,8 @@ BASE = 10000.0  # the paper's base: wavelengths run from 2*pi to 10000 * 2*pi
 def _check_base(base: object) -> float:
     if isinstance(base, bool) or not isinstance(base, (int, float)):
         raise TypeError(f"base must be a number, got {type(base).__name__} ({base!r})")
-    if not base > 1:
-        raise ValueError(f"base must be > 1, got {base!r}")
+    if not (math.isfinite(base) and base > 1):
+        raise ValueError(f"base must be a finite number > 1, got {base!r}")
     return float(base)
 
 
@@ -83,6 +92,7 @@ def sinusoidal_encoding(
     base = _check_base(base)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    device = check_device(device)
     positions = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (n_positions, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),): 0, 2, 4, ...
     frequencies = base ** (-two_i / d_model)  # (ceil(d/2),): omega_i
@@ -166,8 +176,7 @@ class LearnedPositionalEmbedding(nn.Module):
         super().__init__()
         self.max_len = check_positive_int(max_len, "max_len")
         self.d_model = check_positive_int(d_model, "d_model")
-        if not init_std > 0:
-            raise ValueError(f"init_std must be > 0, got {init_std!r}")
+        init_std = check_positive_float(init_std, "init_std")
         self.embedding = nn.Embedding(self.max_len, self.d_model)  # E: (max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=init_std)
 
@@ -212,10 +221,24 @@ def rotary_angles(
             f"rotary embedding rotates feature pairs: d_head must be even, got {d_head}"
         )
     base = _check_base(base)
+    if at_boundary():
+        _check_position_values(positions)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     compute = torch.float64 if dtype == torch.float64 else torch.float32
     two_i = torch.arange(0, d_head, 2, dtype=compute, device=positions.device)  # (d_head/2,)
     frequencies = base ** (-two_i / d_head)  # (d_head/2,): theta_i
     return positions.to(compute)[..., None] * frequencies  # (..., d_head/2)
+
+
+def _check_position_values(positions: object) -> torch.Tensor:
+    """Positions: an integer or floating tensor of finite values."""
+    check_tensor(positions, "positions")
+    if positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must be integer or float, got {positions.dtype}")
+    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+        raise ValueError("positions must be finite numbers, got NaN or inf")
+    return positions
 
 
 def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -267,9 +290,7 @@ def apply_rotary(
     if positions is None:
         positions = torch.arange(seq, device=x.device)  # (seq,)
     else:
-        check_tensor(positions, "positions")
-        if positions.is_complex() or positions.dtype == torch.bool:
-            raise TypeError(f"positions must be integer or float, got {positions.dtype}")
+        _check_position_values(positions)
         try:
             ok = torch.broadcast_shapes(positions.shape, x.shape[:-1]) == x.shape[:-1]
         except RuntimeError:
@@ -279,7 +300,8 @@ def apply_rotary(
                 f"positions of shape {tuple(positions.shape)} must broadcast to "
                 f"x.shape[:-1] = {tuple(x.shape[:-1])} (one position per vector of x)"
             )
-    angles = rotary_angles(positions.to(x.device), d_head, base, x.dtype)  # (..., d_head/2)
+    with inside_library():  # positions and base were checked above
+        angles = rotary_angles(positions.to(x.device), d_head, base, x.dtype)  # (..., d_head/2)
     return _rotate_pairs(x, torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype))
 
 
@@ -402,6 +424,7 @@ class RotarySelfAttention(MultiHeadAttention):
 
     def _check_positions(self, positions: object, query: object, key: object) -> None:
         check_tensor(positions, "positions", ndim=(1, 2))
+        _check_position_values(positions)
         check_tensor(query, "query", ndim=3)
         check_tensor(key, "key", ndim=3)
         batch, seq = query.shape[0], query.shape[1]

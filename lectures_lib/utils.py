@@ -34,6 +34,9 @@ __all__ = [
     "check_non_negative_int",
     "check_bool",
     "check_probability",
+    "check_positive_float",
+    "check_seed",
+    "check_device",
     "check_qkv",
 ]
 
@@ -47,8 +50,7 @@ def seed_everything(seed: int = 0, num_threads: int | None = 1) -> int:
     two OpenMP threads can make them *much* slower (and float sums can change in the last digit
     with the thread count). Pass ``None`` to keep PyTorch's default.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = check_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -62,15 +64,42 @@ def get_device(prefer: str | None = None) -> torch.device:
     """The device to compute on: CUDA when present, otherwise the CPU.
 
     ``prefer="cpu"`` forces the CPU. The environment variable ``LECTURES_DEVICE`` overrides both
-    (``LECTURES_DEVICE=cpu make test`` runs everything on the CPU).
+    (``LECTURES_DEVICE=cpu make test`` runs everything on the CPU). A device is named by a
+    string such as ``"cpu"``, ``"cuda"`` or ``"cuda:1"`` (or given as a ``torch.device``).
     """
-    choice = os.environ.get("LECTURES_DEVICE", prefer)
-    if choice is not None:
-        device = torch.device(choice)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError(f"device {choice!r} was asked for, but CUDA is not available")
-        return device
+    if prefer is not None and not isinstance(prefer, (str, torch.device)):
+        raise TypeError(
+            f"prefer must be None, a device name such as 'cpu' or 'cuda', or a torch.device, "
+            f"got {type(prefer).__name__} ({prefer!r})"
+        )
+    if prefer is not None:
+        _parse_device(prefer, "prefer", available=False)  # a bad name is an error even when
+        # the variable overrides it; an unavailable one is not (LECTURES_DEVICE=cpu on a laptop)
+    if "LECTURES_DEVICE" in os.environ:
+        return _parse_device(os.environ["LECTURES_DEVICE"], "the environment variable LECTURES_DEVICE")
+    if prefer is not None:
+        return _parse_device(prefer, "prefer")
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _parse_device(choice: str | torch.device, name: str, available: bool = True) -> torch.device:
+    """``choice`` as a ``torch.device`` (cpu, cuda, mps), which must be on this machine if
+    ``available``."""
+    try:
+        device = torch.device(choice)
+    except RuntimeError:
+        raise ValueError(
+            f"{name} must name a device such as 'cpu', 'cuda' or 'cuda:0', got {choice!r}"
+        ) from None
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"{name} must name a 'cpu', 'cuda' or 'mps' device, got {choice!r}")
+    if not available:
+        return device
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {choice!r} was asked for, but CUDA is not available")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise RuntimeError(f"device {choice!r} was asked for, but MPS is not available")
+    return device
 
 
 def _describe(x: object) -> str:
@@ -116,7 +145,8 @@ def check_tensor(
         if x.dim() != len(expected_shape) or any(
             e is not None and e != a for e, a in zip(expected_shape, x.shape)
         ):
-            pretty = "(" + ", ".join("*" if e is None else str(e) for e in expected_shape) + ")"
+            sizes = ["*" if e is None else str(e) for e in expected_shape]
+            pretty = "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
             raise ValueError(f"{name} must have shape {pretty}, got {tuple(x.shape)}")
     return x
 
@@ -155,6 +185,35 @@ def check_probability(value: object, name: str = "dropout_p") -> float:
     return float(value)
 
 
+def check_positive_float(value: object, name: str) -> float:
+    """Raise unless ``value`` is a finite real number > 0 (an epsilon, a scale, a base, a rate)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number > 0, got {type(value).__name__} ({value!r})")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """Raise unless ``seed`` is an int (a bool or a float is not a seed); return it."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(seed).__name__} ({seed!r})")
+    return int(seed)
+
+
+def check_device(device: object, name: str = "device") -> torch.device | None:
+    """Raise unless ``device`` is None or names a device this machine has ("cpu", "cuda:0", a
+    ``torch.device``); return it as a ``torch.device`` (or None)."""
+    if device is None:
+        return None
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(
+            f"{name} must be None, a device name such as 'cpu' or a torch.device, got "
+            f"{type(device).__name__} ({device!r})"
+        )
+    return _parse_device(device, name)
+
+
 def check_qkv(q: object, k: object, v: object) -> None:
     """Queries, keys and values for attention: floating tensors ``(..., n, d)`` that fit together.
 
@@ -166,6 +225,11 @@ def check_qkv(q: object, k: object, v: object) -> None:
         if t.dim() < 2:
             raise ValueError(
                 f"{name} must have at least 2 dimensions (..., seq, features), "
+                f"got shape {tuple(t.shape)}"
+            )
+        if t.shape[-1] == 0:
+            raise ValueError(
+                f"{name} must have at least one feature (last dimension >= 1), "
                 f"got shape {tuple(t.shape)}"
             )
     if q.shape[-1] != k.shape[-1]:

@@ -15,3 +15,17 @@ def _seed():
     """Every test starts from the same random state."""
     torch.manual_seed(0)
     yield
+
+
+# Property-based tests (hypothesis): few examples, derandomized, so `make test` is deterministic
+# and fast on 2 cores. HYPOTHESIS_PROFILE=thorough runs many more random examples locally.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "course", max_examples=25, derandomize=True, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))

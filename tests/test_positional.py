@@ -92,7 +92,7 @@ def test_sinusoidal_rejects_bad_sizes(args, error, words):
 
 
 def test_sinusoidal_rejects_bad_base():
-    with pytest.raises(ValueError, match="base must be > 1, got 1.0"):
+    with pytest.raises(ValueError, match="base must be a finite number > 1, got 1.0"):
         sinusoidal_encoding(3, 4, base=1.0)
     with pytest.raises(TypeError, match="base must be a number, got str"):
         sinusoidal_encoding(3, 4, base="10000")
@@ -178,7 +178,7 @@ def test_learned_embedding_adds_one_trained_vector_per_position():
 def test_learned_embedding_init_std():
     module = LearnedPositionalEmbedding(max_len=4000, d_model=8, init_std=0.02)
     assert abs(module.embedding.weight.std().item() - 0.02) < 0.002
-    with pytest.raises(ValueError, match="init_std must be > 0"):
+    with pytest.raises(ValueError, match="init_std must be a finite number > 0"):
         LearnedPositionalEmbedding(4, 4, init_std=0.0)
 
 

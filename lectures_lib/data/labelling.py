@@ -163,6 +163,13 @@ def _check_sizes(n_symbols: int, n_values: int, min_len: int, max_len: int,
                          f"got {n_values}")
     if min_len > max_len:
         raise ValueError(f"min_len must be <= max_len, got min_len={min_len}, max_len={max_len}")
+    if min_distance >= max_len - 1:
+        raise ValueError(
+            f"min_distance={min_distance} leaves nothing to label: a letter is labelled only "
+            f"when it stands more than min_distance positions from its definition, and in "
+            f"sequences of at most max_len={max_len} tokens no two positions are more than "
+            f"{max_len - 1} apart; use min_distance < {max_len - 1}"
+        )
     if min_len <= n_symbols:
         raise ValueError(
             f"min_len={min_len} leaves no room for letters: every sequence holds one definition "

@@ -114,6 +114,8 @@ def format_two_relations(tokens: torch.Tensor, num_digits: int) -> list[str]:
     """Readable names of one sequence's tokens, e.g. ``["C3", "A1", "D0", "B2"]``."""
     check_tensor(tokens, "tokens", ndim=1, dtype="integer")
     num_digits = check_positive_int(num_digits, "num_digits")
+    if tokens.numel() and int(tokens.min()) < 0:
+        raise ValueError(f"tokens must be ids >= 0 (letter * num_digits + digit), got {tokens.tolist()}")
     names = []
     for token in tokens.tolist():
         letter, digit = divmod(token, num_digits)

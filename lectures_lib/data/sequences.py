@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from ..utils import check_non_negative_int, check_positive_int
+from ..utils import check_non_negative_int, check_positive_int, check_seed
 
 __all__ = ["reverse_task", "sort_task", "sequence_task", "sequence_task_splits"]
 
@@ -102,6 +102,7 @@ def sequence_task(
     n_examples, seq_len, vocab_size, min_len = _check_sizes(
         n_examples, seq_len, vocab_size, min_len, pad_id
     )
+    seed = check_seed(seed)
     tokens, lengths = _distinct_sequences(n_examples, seq_len, vocab_size, min_len, pad_id, seed)
     targets = torch.full_like(tokens, pad_id)
     for length in lengths.unique().tolist():

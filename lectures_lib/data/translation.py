@@ -21,12 +21,13 @@ Token ids: ``<pad>`` = 0, ``<bos>`` (BEGIN) = 1, ``<eos>`` (END) = 2 in both voc
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from ..utils import check_non_negative_int, check_positive_int
+from ..utils import check_bool, check_non_negative_int, check_positive_int
 
 __all__ = [
     "PAD",
@@ -74,6 +75,10 @@ class Vocab:
     """
 
     def __init__(self, tokens: Iterable[str]) -> None:
+        if isinstance(tokens, str) or not isinstance(tokens, Iterable):
+            raise TypeError(
+                f"tokens must be a list of token strings, got {type(tokens).__name__} ({tokens!r})"
+            )
         tokens = list(tokens)
         for token in tokens:
             if not isinstance(token, str) or not token:
@@ -103,6 +108,12 @@ class Vocab:
         """Token ids of ``tokens`` (a list of tokens, or a string split at whitespace)."""
         if isinstance(tokens, str):
             tokens = tokens.split()
+        if not isinstance(tokens, Sequence) or not all(isinstance(t, str) for t in tokens):
+            raise TypeError(
+                f"tokens must be a string or a list of token strings, got {tokens!r}"
+            )
+        check_bool(add_bos, "add_bos")
+        check_bool(add_eos, "add_eos")
         unknown = [t for t in tokens if t not in self.token_to_id or t in SPECIALS]
         if unknown:
             raise ValueError(f"unknown tokens {unknown}; the vocabulary has {self.id_to_token[3:]}")
@@ -114,15 +125,20 @@ class Vocab:
 
         With ``stop_at_eos=False`` every token is returned, specials included.
         """
+        check_bool(stop_at_eos, "stop_at_eos")
         if isinstance(ids, torch.Tensor):
             if ids.dim() != 1:
                 raise ValueError(
                     f"decode takes one sequence (1-D ids), got shape {tuple(ids.shape)}"
                 )
             ids = ids.tolist()
+        if isinstance(ids, str) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be a list or 1-D tensor of token ids, got {ids!r}")
         tokens = []
         for i in ids:
-            if isinstance(i, bool) or not 0 <= int(i) < len(self):
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+                raise TypeError(f"ids must be ints (token ids), got {type(i).__name__} ({i!r})")
+            if not 0 <= int(i) < len(self):
                 raise ValueError(f"id {i!r} is not in the vocabulary (0..{len(self) - 1})")
             token = self.id_to_token[int(i)]
             if stop_at_eos:
@@ -283,6 +299,7 @@ def make_translation_data(
     max_number = check_non_negative_int(max_number, "max_number")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    leading_zeros = check_bool(leading_zeros, "leading_zeros")
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     if max_number > MAX_NUMBER:

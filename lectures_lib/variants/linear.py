@@ -15,7 +15,14 @@ from collections.abc import Callable
 import torch
 
 from ..attention import MultiHeadAttention
-from ..utils import at_boundary, check_bool, check_positive_int, check_qkv, check_tensor
+from ..utils import (
+    at_boundary,
+    check_bool,
+    check_positive_int,
+    check_qkv,
+    check_tensor,
+    inside_library,
+)
 from ._key_masks import split_mask
 
 __all__ = [
@@ -91,6 +98,29 @@ def _linear_from_features(
     return torch.cat(outputs, dim=-2)  # (..., n, d_v)
 
 
+def _check_features(
+    q_features: object, k_features: object, q: torch.Tensor, k: torch.Tensor
+) -> None:
+    """What a feature map returns: floating tensors ``(..., n, f)`` of non-negative features."""
+    for name, features, x in (("queries", q_features, q), ("keys", k_features, k)):
+        if not isinstance(features, torch.Tensor) or not features.is_floating_point():
+            raise TypeError(
+                f"feature_map must return a floating tensor, got {type(features).__name__} "
+                f"for the {name}"
+            )
+        if features.shape[:-1] != x.shape[:-1]:
+            raise ValueError(
+                f"feature_map must keep every dimension but the last: the {name} have shape "
+                f"{tuple(x.shape)}, their features {tuple(features.shape)}"
+            )
+        if bool((features < 0).any()):
+            raise ValueError(
+                f"feature_map must give non-negative features (weights phi(q).phi(k) >= 0), but "
+                f"the features of the {name} reach {features.min().item():.3g}: use "
+                "elu_feature_map or another positive map (softmax attention is exp(q.k) > 0)"
+            )
+
+
 def linear_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -141,9 +171,12 @@ def linear_attention(
             )
     if not callable(feature_map):
         raise TypeError(f"feature_map must be callable, got {type(feature_map).__name__}")
+    with inside_library():
+        q_features, k_features = feature_map(q), feature_map(k)  # (..., n_q, f), (..., n_k, f)
+    if at_boundary():
+        _check_features(q_features, k_features, q, k)
     with_sums = _accumulation_dtype(q.dtype)
-    q_features = feature_map(q).to(with_sums)  # (..., n_q, f)
-    k_features = feature_map(k).to(with_sums)  # (..., n_k, f)
+    q_features, k_features = q_features.to(with_sums), k_features.to(with_sums)
     if q_features.shape[-1] != k_features.shape[-1]:
         raise ValueError(
             "feature_map must map queries and keys to the same number of features, got "
@@ -234,6 +267,12 @@ def random_projection(
     n_features = check_positive_int(n_features, "n_features")
     d = check_positive_int(d, "d")
     check_bool(orthogonal, "orthogonal")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
     gaussian = torch.randn(n_features, d, generator=generator, dtype=torch.float64)
     if not orthogonal:
         return gaussian.to(dtype)

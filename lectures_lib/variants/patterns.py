@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..utils import check_non_negative_int, check_positive_int, check_tensor
+from ..utils import check_device, check_non_negative_int, check_positive_int, check_tensor
 
 __all__ = [
     "local_mask",
@@ -37,7 +37,7 @@ __all__ = [
 
 
 def _offsets(n: int, device: torch.device | str | None) -> torch.Tensor:
-    positions = torch.arange(n, device=device)
+    positions = torch.arange(n, device=check_device(device))
     return positions[:, None] - positions[None, :]  # (n, n): i - j for query i, key j
 
 
@@ -76,6 +76,13 @@ def global_mask(
     [0])`` is Longformer's pattern. Derived in ``06_attention_variants.ipynb``.
     """
     n = check_positive_int(n, "n")
+    if not isinstance(global_positions, (torch.Tensor, Sequence)) or isinstance(
+        global_positions, str
+    ):
+        raise TypeError(
+            "global_positions must be a list of positions or a 1-D integer tensor, e.g. [0], "
+            f"got {type(global_positions).__name__} ({global_positions!r})"
+        )
     if not isinstance(global_positions, torch.Tensor):
         positions = list(global_positions)  # no dtype forced: 1.5 must fail below, not become 1
         global_positions = torch.as_tensor(positions) if positions else torch.zeros(0, dtype=torch.long)
@@ -87,7 +94,7 @@ def global_mask(
             f"global_positions must lie in [0, {n - 1}] for n={n}, "
             f"got {global_positions.tolist()}"
         )
-    is_global = torch.zeros(n, dtype=torch.bool, device=device)  # (n,)
+    is_global = torch.zeros(n, dtype=torch.bool, device=check_device(device))  # (n,)
     is_global[global_positions.to(is_global.device)] = True
     return is_global[:, None] | is_global[None, :]  # (n, n): global row or global column
 

@@ -184,7 +184,9 @@ def test_splits_do_not_overlap_and_are_deterministic():
 def test_splits_raise_when_too_few_distinct_sequences_exist():
     # 2 letters, 2 values, length 3: 3 positions for 2 definitions and 1 letter -> few sequences.
     with pytest.raises(ValueError, match="distinct sequences"):
-        lookup_labelling_splits(200, 100, n_symbols=2, n_values=2, min_len=3, max_len=3)
+        lookup_labelling_splits(
+            200, 100, n_symbols=2, n_values=2, min_len=3, max_len=3, min_distance=1
+        )
 
 
 def test_vocabulary_helpers():
