@@ -12,10 +12,10 @@ Conventions (the course's contract):
 * a 3-D mask for 4-D scores is refused: ``(batch, n_q, n_k)`` and ``(heads, n_q, n_k)`` would be
   indistinguishable when ``batch == heads``. Say which you mean: ``mask[:, None]`` (per example)
   or ``mask[None]`` (per head);
-* for the same reason a 2-D mask is refused when ``batch == n_queries > 1``: there a
-  ``(n_queries, n_keys)`` pattern and a ``(batch, n_keys)`` key-padding mask have the same
-  shape. Say which you mean: ``mask[None, None]`` (one pattern for every example) or
-  ``mask[:, None, None, :]`` (one row of keys per example).
+* a 2-D mask is always read as ``(n_queries, n_keys)``, one pattern for every example and head.
+  When ``batch == n_queries`` a ``(batch, n_keys)`` key-padding mask has the same shape and is
+  read that way, silently meaning something else: build padding masks with
+  :func:`key_padding_mask`, shape ``(batch, 1, 1, n_keys)``, never as 2-D.
 
 ``causal_mask`` is derived in ``05_transformer_decoder.ipynb`` (used from 01 on) and
 ``key_padding_mask`` in ``02_multi_head_attention.ipynb``. Everything here is also importable from
@@ -81,9 +81,9 @@ def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torc
     """Validate a boolean attention mask against the shape of the scores it will mask.
 
     ``scores_shape`` is ``(..., n_queries, n_keys)``. The mask must be ``torch.bool`` (True = may
-    attend), have at most as many dimensions as the scores (but not 3 for 4-D scores, nor 2 when
-    ``batch == n_queries > 1``: those are ambiguous), and each of its dimensions (right-aligned) must equal the corresponding score
-    dimension or be 1.
+    attend), have at most as many dimensions as the scores (but not 3 for 4-D scores: that is
+    ambiguous), and each of its dimensions (right-aligned) must equal the corresponding score
+    dimension or be 1. A 2-D mask is ``(n_queries, n_keys)``.
     Returns the mask unchanged.
     """
     if not isinstance(scores_shape, (tuple, list, torch.Size)) or not all(
@@ -116,18 +116,6 @@ def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torc
         raise ValueError(
             f"mask with shape {tuple(mask.shape)} cannot be matched to attention scores of shape "
             f"{scores_shape} (batch..., n_queries, n_keys)"
-        )
-    n_first, n_queries = scores_shape[0], scores_shape[-2]
-    if mask.dim() == 2 and len(scores_shape) >= 3 and 1 < n_first == n_queries == mask.shape[0]:
-        extra = len(scores_shape) - 2  # the dimensions between the first and the keys
-        pattern = "mask[" + ", ".join(["None"] * extra) + "]"
-        padding = "mask[:, " + "None, " * extra + ":]"
-        raise ValueError(
-            f"mask with shape {tuple(mask.shape)} is 2-D, which is ambiguous for attention scores "
-            f"of shape {scores_shape} because batch == n_queries == {scores_shape[0]}: is it one "
-            "(n_queries, n_keys) pattern for every example, or a (batch, n_keys) key-padding "
-            f"mask? Use {pattern} for the pattern, or {padding} for key padding "
-            "(key_padding_mask(lengths) builds it)."
         )
     for mask_size, score_size in zip(reversed(mask.shape), reversed(scores_shape), strict=False):
         if mask_size not in (1, score_size):

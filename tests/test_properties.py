@@ -42,9 +42,7 @@ def _random_mask(kind, batch, heads, n_q, n_k, density, generator):
         shape = [size if full else 1 for size, full in zip(shape, keep_full)]
         return torch.rand(*shape, generator=generator) < density
     if kind == "pattern 2-D":
-        mask = torch.rand(n_q, n_k, generator=generator) < density
-        # batch == n_q > 1 makes a 2-D mask ambiguous (refused): say "pattern" explicitly.
-        return mask[None, None] if batch == n_q > 1 else mask
+        return torch.rand(n_q, n_k, generator=generator) < density  # read as (n_q, n_k)
     if kind == "keys 1-D":
         return torch.rand(n_k, generator=generator) < density
     if kind == "key padding":
