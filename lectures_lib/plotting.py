@@ -129,9 +129,14 @@ def plot_mask(mask, *, ax=None, title: str | None = "mask (dark = may attend)"):
 
 
 def plot_history(history: History | dict[str, History], *, title: str | None = None):
-    """Loss and accuracy per epoch; a dict plots several runs side by side for comparison."""
+    """Loss and accuracy per epoch; a dict plots several runs side by side for comparison.
+
+    When the runs recorded a learning rate per optimiser step (``History.lr``, as :func:`fit`
+    does), a third panel shows the schedule."""
     runs = history if isinstance(history, dict) else {"": history}
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.2))
+    with_lr = any(run.lr for run in runs.values())
+    fig, axes = plt.subplots(1, 3 if with_lr else 2, figsize=(13 if with_lr else 9, 3.2))
+    ax_loss, ax_acc = axes[:2]
     for name, run in runs.items():
         epochs = np.arange(1, len(run.loss) + 1)
         prefix = f"{name} " if name else ""
@@ -142,6 +147,10 @@ def plot_history(history: History | dict[str, History], *, title: str | None = N
     ax_loss.set(xlabel="epoch", ylabel="cross-entropy", title="loss")
     ax_acc.set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=(0, 1.02))
     ax_acc.legend(fontsize=8)
+    if with_lr:
+        for name, run in runs.items():
+            axes[2].plot(np.arange(1, len(run.lr) + 1), run.lr, label=name or None)
+        axes[2].set(xlabel="optimiser step", ylabel="learning rate", title="schedule")
     if len(runs) > 1:
         ax_loss.legend(fontsize=8)
     if title:
