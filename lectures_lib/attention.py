@@ -646,23 +646,28 @@ def kv_cache_problem(module: object) -> str | None:
     cut-off prefix: true for ``MultiHeadAttention``, not in general for a variant (rotary
     positions, Linformer's projected keys, local windows). So a class that overrides one of
     ``project``, ``attend``, ``forward``, ``forward_cached`` must set ``supports_kv_cache = True``
-    in its *own* class body (and test it) before the cache accepts it.
+    in its *own* class body (and test it) before the cache accepts it; that declaration vouches
+    for the steps it inherits too, not for those a subclass overrides after it.
     """
     if not isinstance(module, MultiHeadAttention):
         return (
             f"{type(module).__name__} is not a MultiHeadAttention: it has no key/value cache. "
             "Decode with use_cache=False (recompute the prefix at every step)"
         )
-    for step in _CACHE_STEPS:
-        owner = next(c for c in type(module).__mro__ if step in vars(c))
-        if owner is not MultiHeadAttention and not vars(owner).get("supports_kv_cache", False):
-            return (
-                f"{owner.__name__} overrides `{step}` and does not declare that a key/value "
-                "cache stays exact for it (supports_kv_cache = True in its class body): decode "
-                "with use_cache=False (recompute the prefix at every step)"
-            )
-    if not type(module).supports_kv_cache:
+    classes = type(module).__mro__
+    # the most derived class that says (in its own body) whether the cache is exact for it
+    declared_at = next(i for i, c in enumerate(classes) if "supports_kv_cache" in vars(c))
+    if not vars(classes[declared_at])["supports_kv_cache"]:
         return (
-            f"{type(module).__name__} sets supports_kv_cache = False: decode with use_cache=False"
+            f"{classes[declared_at].__name__} sets supports_kv_cache = False: decode with "
+            "use_cache=False (recompute the prefix at every step)"
         )
+    for step in _CACHE_STEPS:
+        owner = next(i for i, c in enumerate(classes) if step in vars(c))
+        if owner < declared_at:  # overridden after the last class that vouched for the cache
+            return (
+                f"{classes[owner].__name__} overrides `{step}` and does not declare that a "
+                "key/value cache stays exact for it (supports_kv_cache = True in its class "
+                "body): decode with use_cache=False (recompute the prefix at every step)"
+            )
     return None
