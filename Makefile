@@ -15,7 +15,7 @@ help:
 	@echo "make test       lint + unit tests + execute every notebook under nbval"
 	@echo "make notebooks  re-execute every notebook in place (refresh the stored outputs)"
 	@echo "make student    write student versions (solutions stripped) to student/"
-	@echo "make bench      attention and training speed benchmarks (not part of the tests)"
+	@echo "make bench      attention, training and decoding speed benchmarks (not part of the tests)"
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,7 @@ student: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_speed.py
 	$(BIN)/python benchmarks/training_speed.py
+	$(BIN)/python benchmarks/decoding_speed.py
 
 clean:
 	rm -rf $(VENV) student .pytest_cache .ruff_cache build *.egg-info
