@@ -30,6 +30,7 @@ SETTINGS = [
     {"schedule": "warmup_cosine", "lr": 3e-3, "warmup": 0.03},
     {"schedule": "warmup_cosine", "lr": 3e-3, "warmup": 0.3},
     {"schedule": "one_cycle", "lr": 3e-3, "warmup": 0.1},
+    {"schedule": "warmup_cosine", "lr": 5e-3, "warmup": 0.05},
 ]
 
 

@@ -566,17 +566,28 @@ class DecoderLayer(nn.Module):
         prefix. Called by :meth:`lectures_lib.models.Transformer.decode_step`; derived in
         ``05_transformer_decoder.ipynb``.
         """
+        if at_boundary():
+            check_sequence(x, "x", self.d_model)
+            check_sequence(memory, "memory", self.d_model)
+            if not (isinstance(cache, tuple) and len(cache) == 2
+                    and all(isinstance(c, KeyValueCache) for c in cache)):
+                raise TypeError(
+                    "cache must be a tuple (self_cache, cross_cache) of two KeyValueCache, got "
+                    f"{type(cache).__name__}"
+                )
         self_cache, cross_cache = cache
+
+        def self_attention(h):  # the new queries against every cached key
+            return self.dropout1(self.self_attn.forward_cached(h, h, h, self_cache, tgt_mask))
+
+        def cross_attention(h):  # the memory's keys and values are projected once
+            out = self.cross_attn.forward_cached(h, memory, memory, cross_cache, memory_mask,
+                                                 static=True)
+            return self.dropout2(out)
+
         with inside_library():
-            x = sublayer_connection(
-                x, lambda h: self.dropout1(self.self_attn.forward_cached(h, h, h, self_cache, tgt_mask)),
-                self.norm1, self.norm_first,
-            )
-            x = sublayer_connection(
-                x, lambda h: self.dropout2(self.cross_attn.forward_cached(
-                    h, memory, memory, cross_cache, memory_mask, static=True)),
-                self.norm2, self.norm_first,
-            )
+            x = sublayer_connection(x, self_attention, self.norm1, self.norm_first)
+            x = sublayer_connection(x, cross_attention, self.norm2, self.norm_first)
             return sublayer_connection(
                 x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
             )
