@@ -5,6 +5,10 @@ tests. It exists to check one promise of the attention seam (``MultiHeadAttentio
 ``attend``, inputs checked once at the public boundary): the redesign must not make a training
 step slower. Run it on two checkouts (before / after) and compare the medians.
 
+``--compare-with OTHER_CHECKOUT`` loads that checkout's ``lectures_lib`` too (under another name,
+in the same process) and alternates blocks of steps between the two, so a change of load on a
+shared machine hits both alike; it prints both medians and their ratio.
+
 The model is ``Transformer(src_vocab, tgt_vocab)`` with every default (d_model 64, 4 heads, 2+2
 layers, d_ff 128), the batch a fixed random batch of ``--batch`` source and target sequences
 (``--src-len`` / ``--tgt-len`` tokens, a few padded). Each reported number is the median over
@@ -15,6 +19,7 @@ wall-clock time); one thread by default, which is also the least noisy on a shar
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import platform
 import statistics
 import sys
@@ -46,14 +51,31 @@ def make_batch(batch: int, src_len: int, tgt_len: int) -> tuple[torch.Tensor, to
     return src, tgt
 
 
-def time_steps(args: argparse.Namespace) -> list[float]:
-    """Milliseconds per training step, one number per block of ``args.steps`` steps."""
-    seed_everything(0, num_threads=args.threads)
-    model = Transformer(VOCAB, VOCAB, pad_id=PAD_ID)
+def load_other_library(checkout: Path):
+    """Import ``checkout/lectures_lib`` as the package ``lectures_lib_other`` (its imports are
+    relative, so it runs beside this checkout's ``lectures_lib``); return its Transformer."""
+    init = checkout / "lectures_lib" / "__init__.py"
+    if not init.is_file():
+        raise SystemExit(f"--compare-with: no lectures_lib package in {checkout}")
+    spec = importlib.util.spec_from_file_location(
+        "lectures_lib_other", init, submodule_search_locations=[str(init.parent)]
+    )
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["lectures_lib_other"] = package
+    spec.loader.exec_module(package)
+    try:
+        return importlib.import_module("lectures_lib_other.models").Transformer
+    except ImportError:  # a checkout from before the split into layers and models
+        return importlib.import_module("lectures_lib_other.transformer").Transformer
+
+
+def make_step(transformer_class, args: argparse.Namespace):
+    """One training step (forward, loss, backward, AdamW) of a fresh default Transformer."""
+    torch.manual_seed(0)
+    model = transformer_class(VOCAB, VOCAB, pad_id=PAD_ID)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     src, tgt = make_batch(args.batch, args.src_len, args.tgt_len)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # teacher forcing
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     def step() -> None:
         optimizer.zero_grad()
@@ -62,14 +84,23 @@ def time_steps(args: argparse.Namespace) -> list[float]:
         loss.backward()
         optimizer.step()
 
-    for _ in range(args.warmup):
-        step()
-    blocks = []
-    for _ in range(args.repeats):
-        start = clock()
-        for _ in range(args.steps):
+    return step
+
+
+def time_steps(steps: dict, args: argparse.Namespace) -> dict[str, list[float]]:
+    """Milliseconds per training step of each named step function, one number per block of
+    ``args.steps`` steps; the functions take turns block by block."""
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    for step in steps.values():
+        for _ in range(args.warmup):
             step()
-        blocks.append(1000 * (clock() - start) / args.steps)
+    blocks = {name: [] for name in steps}
+    for _ in range(args.repeats):
+        for name, step in steps.items():
+            start = clock()
+            for _ in range(args.steps):
+                step()
+            blocks[name].append(1000 * (clock() - start) / args.steps)
     return blocks
 
 
@@ -83,21 +114,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps first")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--compare-with", type=Path, default=None, metavar="OTHER_CHECKOUT",
+                        help="also time the lectures_lib of another checkout, interleaved")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> float:
+def main(argv: list[str] | None = None) -> dict[str, float]:
     args = parse_args(argv)
-    blocks = time_steps(args)
-    median = statistics.median(blocks)
+    seed_everything(0, num_threads=args.threads)
+    steps = {"this checkout": make_step(Transformer, args)}
+    if args.compare_with is not None:
+        steps[f"{args.compare_with}"] = make_step(load_other_library(args.compare_with), args)
+    blocks = time_steps(steps, args)
     print(
         f"torch {torch.__version__}, {platform.machine()}, {args.threads} thread(s), "
         f"{args.clock} time; default Transformer, batch {args.batch}, "
-        f"src {args.src_len} / tgt {args.tgt_len} tokens"
+        f"src {args.src_len} / tgt {args.tgt_len} tokens, median of {args.repeats} blocks "
+        f"of {args.steps} steps"
     )
-    print(f"ms per step, per block: {', '.join(f'{b:.2f}' for b in blocks)}")
-    print(f"median ms per training step: {median:.2f}")
-    return median
+    medians = {name: statistics.median(times) for name, times in blocks.items()}
+    for name, times in blocks.items():
+        print(f"{name}: ms per step, per block: {', '.join(f'{b:.2f}' for b in times)}")
+        print(f"{name}: median ms per training step: {medians[name]:.2f}")
+    if len(medians) == 2:
+        this, other = medians.values()
+        print(f"ratio this / other: {this / other:.3f}")
+    return medians
 
 
 if __name__ == "__main__":

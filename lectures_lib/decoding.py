@@ -47,6 +47,7 @@ from .utils import check_bool, check_non_negative_int, check_positive_int, check
 
 __all__ = [
     "greedy_decode",
+    "sample_decode",
     "beam_search",
     "sequence_log_prob",
     "exact_match",
@@ -203,6 +204,83 @@ def greedy_decode(
         for _ in range(max_len):
             log_probs = steps.next_log_probs(tokens)  # (batch, vocab)
             next_token = log_probs.argmax(dim=-1)  # (batch,)
+            next_token = next_token.masked_fill(finished, pad_id)  # finished: pad, at no cost
+            token_log_prob = log_probs.gather(1, next_token[:, None]).squeeze(1)  # (batch,)
+            scores = scores + token_log_prob.masked_fill(finished, 0.0)
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (batch, t + 1)
+            finished = finished | (next_token == eos_id)
+            if bool(finished.all()):
+                break
+    output = tokens[:, 1:]  # (batch, n_out): drop BEGIN
+    return (output, scores) if return_scores else output
+
+
+@torch.no_grad()
+def sample_decode(
+    model,
+    src: torch.Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+    return_scores: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    r"""Decode every source of the batch by *drawing* each token from the model's distribution.
+
+    .. math:: y_t \sim \operatorname{softmax}\big(\ell_t / T\big)
+        \ \text{restricted to the } k \text{ most likely tokens}, \qquad y_0 = \text{BEGIN}
+
+    with :math:`\ell_t` the log-probabilities of the model at step :math:`t`. Greedy and beam
+    search look for *the* most probable output; sampling gives a different output on every call,
+    which tasks with many right answers need (speech synthesis, story writing: the lecture's
+    "decoding needs some randomness"). ``temperature`` :math:`T < 1` sharpens the distribution
+    (towards greedy), :math:`T > 1` flattens it; ``top_k`` draws only among the :math:`k` most
+    likely tokens (``top_k=1`` is greedy decoding). Derived in ``05_transformer_decoder.ipynb``.
+
+    Args:
+        model, src, max_len, bos_id, eos_id, pad_id, return_scores: as in :func:`greedy_decode`.
+        temperature: a finite number > 0 dividing the log-probabilities before the softmax.
+        top_k: ``None`` (every token may be drawn) or an int >= 1 (tokens tied with the k-th most
+            likely one are kept too).
+        generator: an optional ``torch.Generator`` (on ``src``'s device), for reproducible draws.
+
+    Returns:
+        ``(batch, n_out)`` token ids laid out as in :func:`greedy_decode`; with ``return_scores``
+        also the log-probability ``(batch,)`` of each output under the model itself (temperature 1,
+        no top-k), END included.
+    """
+    _check_model(model)
+    _check_src(src)
+    max_len = check_positive_int(max_len, "max_len")
+    _check_ids(bos_id, eos_id, pad_id)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
+    if not (temperature > 0 and math.isfinite(temperature)):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
+    if top_k is not None:
+        top_k = check_positive_int(top_k, "top_k")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+    batch = src.shape[0]
+    with _eval_mode(model):
+        memory = model.encode(src)  # (batch, n_src, d_model): the encoder runs once
+        tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)  # BEGIN
+        finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        scores = torch.zeros(batch, device=src.device)
+        for _ in range(max_len):
+            log_probs = _next_log_probs(model, tokens, memory, src, (bos_id, eos_id, pad_id))
+            scaled = log_probs / temperature  # (batch, vocab)
+            if top_k is not None and top_k < scaled.shape[-1]:
+                kth_best = scaled.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1)
+                scaled = scaled.masked_fill(scaled < kth_best, -math.inf)  # only the k best
+            probs = torch.softmax(scaled, dim=-1)  # (batch, vocab)
+            next_token = torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (batch,)
             next_token = next_token.masked_fill(finished, pad_id)  # finished: pad, at no cost
             token_log_prob = log_probs.gather(1, next_token[:, None]).squeeze(1)  # (batch,)
             scores = scores + token_log_prob.masked_fill(finished, 0.0)

@@ -29,7 +29,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["MemoryReport", "peak_tensor_memory", "median_time"]
+__all__ = ["MemoryReport", "count_parameters", "peak_tensor_memory", "median_time"]
 
 
 @dataclass
@@ -88,6 +88,17 @@ class _LiveTensorBytes(TorchDispatchMode):
                     self.largest = (size, tuple(tensor.shape))
             weakref.finalize(tensor, self._release, key)
         return out
+
+
+def count_parameters(model: torch.nn.Module, *, trainable_only: bool = False) -> int:
+    """Number of scalar parameters of ``model`` (only those with ``requires_grad`` if asked).
+    First used in ``01_self_attention.ipynb`` (a window MLP's parameters grow with the window)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    return sum(
+        parameter.numel() for parameter in model.parameters()
+        if parameter.requires_grad or not trainable_only
+    )
 
 
 def peak_tensor_memory(fn: Callable[[], Any]) -> MemoryReport:

@@ -273,7 +273,9 @@ class TokenEmbedding(nn.Module):
     about 1, like the positional encoding they are added to.
 
     Args: ``vocab_size``, ``d_model``, ``max_len`` (longest sequence), ``dropout``, ``pad_id``
-    (its row starts at zero and gets no gradient; None for no padding token).
+    (its row starts at zero and gets no gradient; None for no padding token),
+    ``positional_encoding`` (add the sinusoidal table; ``False`` when the attention brings its own
+    positions, e.g. :class:`~lectures_lib.positional.RotarySelfAttention`).
     Derived in ``04_transformer_encoder.ipynb``.
     """
 
@@ -284,6 +286,8 @@ class TokenEmbedding(nn.Module):
         max_len: int = 256,
         dropout: float = 0.0,
         pad_id: int | None = 0,
+        *,
+        positional_encoding: bool = True,
     ) -> None:
         super().__init__()
         self.vocab_size = check_positive_int(vocab_size, "vocab_size")
@@ -295,7 +299,8 @@ class TokenEmbedding(nn.Module):
                 raise ValueError(f"pad_id={pad_id} is not an id of a vocabulary of {vocab_size}")
         self.pad_id = pad_id
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
-        self.positional = SinusoidalEncoding(d_model, max_len)
+        positional_encoding = check_bool(positional_encoding, "positional_encoding")
+        self.positional = SinusoidalEncoding(d_model, max_len) if positional_encoding else None
         self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
         self.reset_parameters()
 
@@ -329,10 +334,10 @@ class TokenEmbedding(nn.Module):
                     f"{self.max_len} of the positional encoding"
                 )
         vectors = self.embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
-        if offset == 0:
-            return self.dropout(self.positional(vectors))
-        table = self.positional.table[offset : offset + tokens.shape[1]]  # (seq, d_model)
-        return self.dropout(vectors + table.to(vectors.dtype))
+        if self.positional is not None:  # + PE[offset : offset + seq]
+            table = self.positional.table[offset : offset + tokens.shape[1]]  # (seq, d_model)
+            vectors = vectors + table.to(vectors.dtype)
+        return self.dropout(vectors)
 
 
 def _xavier_init(*modules: nn.Module) -> None:
@@ -351,7 +356,9 @@ class EncoderTagger(nn.Module):
     key-padding mask of ``tokens != pad_id``. Returns logits ``(batch, seq, num_labels)``.
     ``attention`` is the self-attention factory of every layer (see
     :class:`~lectures_lib.layers.EncoderLayer`; None = ``MultiHeadAttention``), e.g.
-    ``EncoderTagger(vocab, labels, attention=partial(LocalAttention, window=8))``.
+    ``EncoderTagger(vocab, labels, attention=partial(LocalAttention, window=8))``;
+    ``positional_encoding=False`` leaves out the sinusoidal table (for an attention with its own
+    positions: ``attention=RotarySelfAttention``).
     Derived in ``04_transformer_encoder.ipynb`` (the reverse task).
     """
 
@@ -370,11 +377,14 @@ class EncoderTagger(nn.Module):
         pad_id: int | None = 0,
         *,
         attention: AttentionFactory | None = None,
+        positional_encoding: bool = True,
     ) -> None:
         super().__init__()
         self.num_labels = check_positive_int(num_labels, "num_labels")
         self.pad_id = pad_id
-        self.embed = TokenEmbedding(vocab_size, d_model, max_len, dropout, pad_id)
+        self.embed = TokenEmbedding(
+            vocab_size, d_model, max_len, dropout, pad_id, positional_encoding=positional_encoding
+        )
         self.encoder = Encoder(
             lambda: EncoderLayer(
                 d_model, num_heads, d_ff, dropout, activation, norm_first, attention=attention
@@ -574,10 +584,13 @@ class Transformer(nn.Module):
                     f"src {tuple(src.shape)} does not match memory {tuple(memory.shape)}: "
                     "expected the same (batch, n_src)"
                 )
-        self.decoder.layers[0].check_inputs(
-            memory.new_empty(tgt.shape[0], tgt.shape[1], self.d_model), memory, tgt_mask,
-            memory_mask, need_weights,
-        )
+        batch, n_tgt, n_src = tgt.shape[0], tgt.shape[1], memory.shape[1]
+        num_heads = self.decoder.layers[0].num_heads
+        if tgt_mask is not None:
+            check_mask(tgt_mask, (batch, num_heads, n_tgt, n_tgt))
+        if memory_mask is not None:
+            check_mask(memory_mask, (batch, num_heads, n_tgt, n_src))
+        check_bool(need_weights, "need_weights")
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits for every target position at once."""

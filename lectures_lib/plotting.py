@@ -85,7 +85,8 @@ def plot_attention_heads(
     cols: int | None = None,
 ):
     """One attention map per head (or per layer and head): ``weights`` ``(heads, n_q, n_k)``
-    or ``(layers, heads, n_q, n_k)``. Returns the figure."""
+    or ``(layers, heads, n_q, n_k)``. One colour bar (weights 0 to 1) serves every map.
+    Returns the figure; its first ``layers * heads`` axes are the maps, in order."""
     if isinstance(weights, torch.Tensor):
         weights = weights.detach().float().cpu().numpy()
     weights = np.asarray(weights)
@@ -112,6 +113,9 @@ def plot_attention_heads(
     if suptitle:
         fig.suptitle(suptitle)
     fig.tight_layout()
+    # one shared colour bar, added after the layout so that it takes space from every map alike
+    fig.colorbar(axes.flat[0].images[0], ax=list(axes.flat), fraction=0.025, pad=0.02,
+                 label="attention weight")
     return fig
 
 
@@ -131,28 +135,30 @@ def plot_mask(mask, *, ax=None, title: str | None = "mask (dark = may attend)"):
 def plot_history(history: History | dict[str, History], *, title: str | None = None):
     """Loss and accuracy per epoch; a dict plots several runs side by side for comparison.
 
-    When the runs recorded a learning rate per optimiser step (``History.lr``, as :func:`fit`
-    does), a third panel shows the schedule."""
+    Each run keeps one colour in both panels (training solid, held-out dashed); the legend sits
+    outside the panels, so it never hides the curves (which crowd near accuracy 1). When the runs
+    recorded a learning rate per optimiser step (``History.lr``, as :func:`fit` does), a third
+    panel shows the schedule."""
     runs = history if isinstance(history, dict) else {"": history}
     with_lr = any(run.lr for run in runs.values())
-    fig, axes = plt.subplots(1, 3 if with_lr else 2, figsize=(13 if with_lr else 9, 3.2))
+    fig, axes = plt.subplots(1, 3 if with_lr else 2, figsize=(14 if with_lr else 10, 3.2))
     ax_loss, ax_acc = axes[:2]
-    for name, run in runs.items():
+    for index, (name, run) in enumerate(runs.items()):
+        colour = f"C{index % 10}"
         epochs = np.arange(1, len(run.loss) + 1)
         prefix = f"{name} " if name else ""
-        ax_loss.plot(epochs, run.loss, label=f"{prefix}train")
-        ax_acc.plot(epochs, run.train_accuracy, label=f"{prefix}train")
+        ax_loss.plot(epochs, run.loss, color=colour, label=f"{prefix}train")
+        ax_acc.plot(epochs, run.train_accuracy, color=colour, label=f"{prefix}train")
         if run.eval_accuracy:
-            ax_acc.plot(epochs, run.eval_accuracy, "--", label=f"{prefix}eval")
+            ax_acc.plot(epochs, run.eval_accuracy, "--", color=colour, label=f"{prefix}held-out")
     ax_loss.set(xlabel="epoch", ylabel="cross-entropy", title="loss")
     ax_acc.set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=(0, 1.02))
-    ax_acc.legend(fontsize=8)
+    ax_acc.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     if with_lr:
-        for name, run in runs.items():
-            axes[2].plot(np.arange(1, len(run.lr) + 1), run.lr, label=name or None)
+        for index, (name, run) in enumerate(runs.items()):
+            axes[2].plot(np.arange(1, len(run.lr) + 1), run.lr, color=f"C{index % 10}",
+                         label=name or None)
         axes[2].set(xlabel="optimiser step", ylabel="learning rate", title="schedule")
-    if len(runs) > 1:
-        ax_loss.legend(fontsize=8)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

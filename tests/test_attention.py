@@ -11,10 +11,11 @@ from torch import nn
 from lectures_lib.attention import (
     MultiHeadAttention,
     SelfAttention,
+    attention_scores,
     causal_mask,
-    check_mask,
     fused_attention,
     key_padding_mask,
+    masked_softmax,
     merge_heads,
     multi_head_attention,
     scaled_dot_product_attention,
@@ -167,63 +168,6 @@ def test_sdpa_rejects_bad_inputs_with_shapes_in_the_message():
         scaled_dot_product_attention(randn(4), randn(4), randn(4))
     with pytest.raises(TypeError, match="dtype"):
         scaled_dot_product_attention(q.float(), k, v)
-
-
-# ---------------------------------------------------------------------------------------------
-# Masks
-# ---------------------------------------------------------------------------------------------
-
-
-def test_causal_mask_is_lower_triangle_with_diagonal():
-    for n in (1, 2, 5):
-        mask = causal_mask(n)
-        assert mask.dtype == torch.bool and mask.shape == (n, n)
-        for i, j in itertools.product(range(n), repeat=2):
-            assert bool(mask[i, j]) == (j <= i)
-    for bad in (0, -2):
-        with pytest.raises(ValueError, match=str(bad)):
-            causal_mask(bad)
-    with pytest.raises(TypeError, match="int"):
-        causal_mask(3.0)
-
-
-def test_key_padding_mask_from_lengths():
-    mask = key_padding_mask([3, 1, 4], max_len=5)
-    assert mask.shape == (3, 1, 1, 5) and mask.dtype == torch.bool
-    expected = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 0]], dtype=torch.bool)
-    assert torch.equal(mask[:, 0, 0], expected)
-    assert key_padding_mask(torch.tensor([2, 4])).shape == (2, 1, 1, 4)  # max_len = longest
-    with pytest.raises(ValueError, match="max_len=2.*3"):
-        key_padding_mask([3, 1], max_len=2)
-    with pytest.raises(ValueError, match="-1"):
-        key_padding_mask([2, -1])
-    with pytest.raises(TypeError, match="integer"):
-        key_padding_mask(torch.tensor([2.0, 1.0]))
-    with pytest.raises(ValueError, match="1 dimensions"):
-        key_padding_mask(torch.tensor([[2, 1]]))
-
-
-def test_check_mask_rejects_float_and_int_masks():
-    for bad in (torch.zeros(3, 3), torch.ones(3, 3, dtype=torch.long)):
-        with pytest.raises(TypeError, match=rf"torch.bool.*{bad.dtype}"):
-            check_mask(bad, (2, 3, 3))
-    with pytest.raises(TypeError, match="list"):
-        check_mask([[True]], (1, 1))
-
-
-def test_check_mask_rejects_shapes_that_would_broadcast_silently():
-    # A (batch, n_k) key-padding mask against (batch, heads, n_q, n_k) scores: it would be read
-    # as (n_q, n_k), so it must be rejected (here batch=2 != n_q=3).
-    with pytest.raises(ValueError, match=r"\(2, 5\).*\(2, 4, 3, 5\).*\(batch, 1, 1, n_keys\)"):
-        check_mask(torch.ones(2, 5, dtype=torch.bool), (2, 4, 3, 5))
-    with pytest.raises(ValueError, match=r"\(1, 2, 4, 3, 5\)"):
-        check_mask(torch.ones(1, 2, 4, 3, 5, dtype=torch.bool), (2, 4, 3, 5))
-    with pytest.raises(ValueError):
-        check_mask(torch.tensor(True), (3, 5))
-    with pytest.raises(ValueError, match=r"\(5, 3\)"):  # transposed (n_k, n_q)
-        check_mask(torch.ones(5, 3, dtype=torch.bool), (3, 5))
-    ok = torch.ones(2, 1, 1, 5, dtype=torch.bool)
-    assert check_mask(ok, (2, 4, 3, 5)) is ok
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,3 +352,64 @@ def test_multi_head_attention_rejects_bad_input_naming_the_numbers():
     cross = MultiHeadAttention(16, 4, kdim=6, vdim=10)
     with pytest.raises(ValueError, match=r"key must have shape \(batch, seq, 6\), got \(2, 5, 16\)"):
         cross(x, x, torch.randn(2, 5, 10))
+
+
+# ---------------------------------------------------------------------------------------------
+# The named steps and the seam
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_steps_compose_to_scaled_dot_product_attention():
+    q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 5)
+    mask = random_mask(2, 1, 4, 6)
+    scores = attention_scores(q, k)
+    torch.testing.assert_close(scores, q @ k.transpose(-2, -1) / math.sqrt(8))
+    weights = masked_softmax(scores, mask)
+    out, expected_weights = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(weights, expected_weights)
+    torch.testing.assert_close(weights @ v, out)
+    torch.testing.assert_close(masked_softmax(scores), torch.softmax(scores, dim=-1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_masked_keys_never_get_weight_even_when_every_allowed_score_overflows(dtype):
+    scores = torch.tensor([[-math.inf, -math.inf, 3.0], [1.0, 2.0, 3.0]], dtype=dtype)
+    mask = torch.tensor([[True, True, False], [True, True, False]])
+    weights = masked_softmax(scores, mask)
+    assert not bool((weights[:, 2] > 0).any()), "a masked key never wins the row's weight"
+    assert weights[1, 2] == 0, "and gets exactly 0 wherever the row is defined"
+    expected = torch.softmax(torch.tensor([1.0, 2.0]), dim=-1)
+    torch.testing.assert_close(weights[1, :2].float(), expected, atol=1e-2, rtol=1e-2)
+    no_key = masked_softmax(scores, torch.zeros(2, 3, dtype=torch.bool))
+    assert torch.equal(no_key, torch.zeros_like(no_key)), "no allowed key: an all-zero row"
+
+
+def test_forward_is_project_then_attend_then_merge_then_out_proj():
+    mha = MultiHeadAttention(8, 2).double().eval()
+    query, memory = randn(2, 3, 8), randn(2, 5, 8)
+    mask = random_mask(2, 1, 1, 5)
+    q, k, v = mha.project(query, memory, memory)
+    assert q.shape == (2, 2, 3, 4) and k.shape == v.shape == (2, 2, 5, 4)
+    heads, weights = mha.attend(q, k, v, mask, True)
+    out, forward_weights = mha(query, memory, memory, mask)
+    torch.testing.assert_close(out, mha.out_proj(merge_heads(heads)))
+    torch.testing.assert_close(weights, forward_weights)
+    fused_heads, none = mha.attend(q, k, v, mask, False)
+    assert none is None
+    torch.testing.assert_close(fused_heads, heads)
+
+
+def test_inputs_are_checked_once_at_the_door(monkeypatch):
+    import lectures_lib.attention as attention_module
+
+    calls = []
+    real_check_qkv = attention_module.check_qkv
+    monkeypatch.setattr(attention_module, "check_qkv", lambda *t: calls.append(1) or real_check_qkv(*t))
+    q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 5)
+    scaled_dot_product_attention(q, k, v)
+    assert len(calls) == 1, "a direct call checks its inputs (once, not again in each step)"
+    calls.clear()
+    MultiHeadAttention(8, 2).double()(randn(2, 3, 8), randn(2, 5, 8), randn(2, 5, 8))
+    assert calls == [], "inside MultiHeadAttention the heads were built by the library: trusted"
+    with pytest.raises(ValueError, match="same feature size"):
+        scaled_dot_product_attention(q, k[..., :4], v)  # and a learner's direct call still checks

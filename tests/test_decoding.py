@@ -11,6 +11,7 @@ from lectures_lib.decoding import (
     beam_search,
     exact_match,
     greedy_decode,
+    sample_decode,
     sentence_bleu,
     sequence_log_prob,
 )
@@ -267,3 +268,92 @@ def test_sentence_bleu():
     assert sentence_bleu([], reference) == 0.0
     with pytest.raises(TypeError):
         sentence_bleu("the cat", reference)
+
+
+# --- sampling --------------------------------------------------------------------------------
+
+
+def test_sampling_draws_first_words_with_the_models_probabilities():
+    model = MarkovModel(GREEDY_TRAP)
+    src = torch.ones(4000, 1, dtype=torch.long)
+    out = sample_decode(model, src, 5, BOS, EOS, PAD, generator=torch.Generator().manual_seed(0))
+    share_a = (out[:, 0] == A).float().mean().item()
+    # 4000 draws of P(A) = 0.6: standard deviation sqrt(0.24 / 4000) ~ 0.008; 5 sd = 0.04
+    assert abs(share_a - 0.6) < 0.04, share_a
+    after_b = out[out[:, 0] == B, 1]
+    assert abs((after_b == X).float().mean().item() - 0.95) < 0.03
+    assert (out[:, 2] == EOS).all(), "after X, Y or Z always END"
+
+
+def test_temperature_reshapes_the_distribution():
+    model = MarkovModel(GREEDY_TRAP)
+    src = torch.ones(4000, 1, dtype=torch.long)
+    generator = torch.Generator().manual_seed(1)
+    # P(A) at temperature T: 0.6^(1/T) / (0.6^(1/T) + 0.4^(1/T))
+    for temperature in (0.5, 2.0):
+        out = sample_decode(model, src, 1, BOS, EOS, PAD, temperature=temperature,
+                            generator=generator)
+        expected = 0.6 ** (1 / temperature) / (0.6 ** (1 / temperature) + 0.4 ** (1 / temperature))
+        assert abs((out[:, 0] == A).float().mean().item() - expected) < 0.04, temperature
+
+
+def test_top_k_one_and_a_cold_temperature_are_greedy():
+    table = torch.softmax(torch.randn(9, 9, generator=torch.Generator().manual_seed(3)), dim=-1)
+    model = MarkovModel(table)
+    src = torch.ones(50, 2, dtype=torch.long)
+    greedy = greedy_decode(model, src, 6, BOS, EOS, PAD)
+    assert torch.equal(sample_decode(model, src, 6, BOS, EOS, PAD, top_k=1), greedy)
+    assert torch.equal(sample_decode(model, src, 6, BOS, EOS, PAD, temperature=1e-4), greedy)
+
+
+def test_top_k_never_draws_outside_the_k_best():
+    model = MarkovModel(GREEDY_TRAP)  # after A: X 0.4, Y 0.3, Z 0.3 (Y and Z tie)
+    src = torch.ones(2000, 1, dtype=torch.long)
+    out = sample_decode(model, src, 5, BOS, EOS, PAD, top_k=1,
+                        generator=torch.Generator().manual_seed(0))
+    assert (out[:, 0] == A).all(), "top_k=1 always takes the most likely first word"
+    out = sample_decode(model, src, 5, BOS, EOS, PAD, top_k=2,
+                        generator=torch.Generator().manual_seed(0))
+    assert set(out[:, 0].tolist()) == {A, B}
+    assert not (out[:, 1] == PAD).any()
+
+
+def test_sampling_scores_are_the_models_log_probabilities_and_runs_reproduce():
+    model = MarkovModel(GREEDY_TRAP)
+    src = torch.ones(64, 1, dtype=torch.long)
+    out, scores = sample_decode(model, src, 5, BOS, EOS, PAD, temperature=2.0, return_scores=True,
+                                generator=torch.Generator().manual_seed(5))
+    assert torch.allclose(sequence_log_prob(model, src, out, BOS, EOS, PAD), scores, atol=1e-5)
+    again = sample_decode(model, src, 5, BOS, EOS, PAD, temperature=2.0,
+                          generator=torch.Generator().manual_seed(5))
+    assert torch.equal(out, again), "the same generator seed draws the same outputs"
+
+
+def test_sampling_stops_and_pads_like_greedy():
+    model = MarkovModel(GREEDY_TRAP)
+    out = sample_decode(model, torch.ones(300, 1, dtype=torch.long), 10, BOS, EOS, PAD,
+                        generator=torch.Generator().manual_seed(2))
+    assert out.shape[1] == 3, "every output ends after two words and END"
+    ended = (out == EOS).cumsum(dim=1) > 0
+    after_end = ended & (out != EOS)
+    assert (out[after_end] == PAD).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"temperature": 0.0}, ValueError, "temperature"),
+        ({"temperature": -1.0}, ValueError, "temperature"),
+        ({"temperature": float("inf")}, ValueError, "temperature"),
+        ({"temperature": "hot"}, TypeError, "temperature"),
+        ({"top_k": 0}, ValueError, "top_k"),
+        ({"top_k": 1.5}, TypeError, "top_k"),
+        ({"generator": 0}, TypeError, "generator"),
+    ],
+)
+def test_sampling_validates_its_inputs(kwargs, error, words):
+    model = MarkovModel(GREEDY_TRAP)
+    with pytest.raises(error, match=words):
+        sample_decode(model, torch.ones(2, 1, dtype=torch.long), 3, BOS, EOS, PAD, **kwargs)
+    with pytest.raises(TypeError, match="encode"):
+        sample_decode(object(), torch.ones(2, 1, dtype=torch.long), 3, BOS, EOS, PAD)

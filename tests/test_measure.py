@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from lectures_lib.attention import fused_attention, scaled_dot_product_attention
-from lectures_lib.measure import median_time, peak_tensor_memory
+from lectures_lib.measure import count_parameters, median_time, peak_tensor_memory
 
 
 def test_counts_a_new_tensor_once_and_not_the_inputs():
@@ -53,3 +53,13 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
         median_time(lambda: None, repeats=0)
     assert median_time(lambda: None, repeats=3, warmup=0) >= 0.0
+
+
+def test_count_parameters_counts_every_scalar_and_can_skip_frozen_ones():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(),
+                                torch.nn.Linear(4, 2, bias=False))
+    assert count_parameters(model) == 3 * 4 + 4 + 4 * 2
+    model[0].weight.requires_grad_(False)
+    assert count_parameters(model, trainable_only=True) == 4 + 4 * 2
+    with pytest.raises(TypeError, match="nn.Module"):
+        count_parameters(torch.zeros(3))

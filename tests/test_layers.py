@@ -1,44 +1,26 @@
-"""lectures_lib.transformer against PyTorch's own Transformer layers, plus its own properties."""
+"""lectures_lib.layers against PyTorch's own Transformer layers (both norm orders, both
+activations, with and without biases, masks, gradients), plus the layers' own properties and the
+attention factory."""
 
 from __future__ import annotations
 
-import itertools
+from functools import partial
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lectures_lib.positional import sinusoidal_encoding
-from lectures_lib.transformer import (
-    Decoder,
+from lectures_lib.attention import MultiHeadAttention
+from lectures_lib.layers import (
     DecoderLayer,
-    Encoder,
     EncoderLayer,
-    EncoderTagger,
     FeedForward,
-    TokenEmbedding,
-    Transformer,
     layer_norm,
-    make_src_mask,
-    make_tgt_mask,
     sublayer_connection,
 )
 
-torch.set_num_threads(1)
-
-D_MODEL, HEADS, D_FF = 12, 2, 20
-# Every combination the contract names: norm order x activation x bias x batch_first.
-SETTINGS = list(itertools.product([False, True], ["relu", F.gelu], [True, False], [True, False]))
-
-
-def _padding(lengths: list[int], n: int) -> torch.Tensor:
-    """PyTorch-style key padding mask: True at padding positions (end of each sequence)."""
-    return torch.arange(n)[None, :] >= torch.tensor(lengths)[:, None]  # (batch, n)
-
-
-def _to_torch_layout(x: torch.Tensor, batch_first: bool) -> torch.Tensor:
-    return x if batch_first else x.transpose(0, 1)
+from .transformer_helpers import D_FF, D_MODEL, HEADS, SETTINGS, _padding, _to_torch_layout
 
 
 @pytest.mark.parametrize("norm_first,activation,bias,batch_first", SETTINGS)
@@ -173,64 +155,6 @@ def test_feed_forward_is_position_wise():
     torch.testing.assert_close(out, expected)
 
 
-def test_encoder_layers_share_no_parameters():
-    template = EncoderLayer(D_MODEL, HEADS, D_FF)
-    for encoder in (Encoder(template, 3), Encoder(lambda: EncoderLayer(D_MODEL, HEADS, D_FF), 3)):
-        storages = [p.data_ptr() for layer in encoder.layers for p in layer.parameters()]
-        assert len(set(storages)) == len(storages), "two layers share a parameter tensor"
-        first, second = encoder.layers[0], encoder.layers[1]
-        assert not torch.equal(first.self_attn.q_proj.weight, second.self_attn.q_proj.weight)
-        assert not torch.equal(first.feed_forward.linear1.weight, second.feed_forward.linear1.weight)
-    layer = EncoderLayer(D_MODEL, HEADS, D_FF)
-    with pytest.raises(ValueError, match="same layer"):
-        Encoder(lambda: layer, 2)
-    with pytest.raises(TypeError, match="EncoderLayer"):
-        Encoder(DecoderLayer(D_MODEL, HEADS, D_FF), 2)
-
-
-def test_final_norm_defaults_follow_norm_order():
-    assert Encoder(EncoderLayer(8, 2, 16), 2).norm is None  # Post-LN ends with a LayerNorm
-    assert isinstance(Encoder(EncoderLayer(8, 2, 16, norm_first=True), 2).norm, nn.LayerNorm)
-    assert isinstance(Decoder(DecoderLayer(8, 2, 16, norm_first=True), 2).norm, nn.LayerNorm)
-
-
-def test_encoder_stack_matches_torch_stack():
-    torch.manual_seed(0)
-    for norm_first in (False, True):
-        theirs_layer = nn.TransformerEncoderLayer(
-            D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first, batch_first=True
-        )
-        theirs = nn.TransformerEncoder(
-            theirs_layer, 2, norm=nn.LayerNorm(D_MODEL) if norm_first else None,
-            enable_nested_tensor=False,
-        )
-        layers = iter([EncoderLayer.from_torch(layer) for layer in theirs.layers])
-        ours = Encoder(lambda layers=layers: next(layers), 2)
-        if norm_first:
-            ours.norm.load_state_dict(theirs.norm.state_dict())
-        x = torch.randn(2, 5, D_MODEL)
-        pad = _padding([5, 3], 5)
-        torch.testing.assert_close(
-            ours(x, (~pad)[:, None, None, :]), theirs(x, src_key_padding_mask=pad)
-        )
-
-
-def test_masks_from_token_ids():
-    tokens = torch.tensor([[5, 6, 0], [7, 0, 0]])
-    src_mask = make_src_mask(tokens, pad_id=0)
-    assert src_mask.shape == (2, 1, 1, 3) and src_mask.dtype == torch.bool
-    assert src_mask[:, 0, 0].tolist() == [[True, True, False], [True, False, False]]
-    tgt_mask = make_tgt_mask(tokens, pad_id=0)
-    assert tgt_mask.shape == (2, 1, 3, 3)
-    assert tgt_mask[0, 0].tolist() == [[True, False, False], [True, True, False], [True, True, False]]
-    assert tgt_mask[1, 0, 2].tolist() == [True, False, False]
-    assert make_src_mask(tokens, None).all()
-    with pytest.raises(TypeError):
-        make_src_mask(tokens.float(), 0)
-    with pytest.raises(ValueError):
-        make_tgt_mask(tokens[0], 0)
-
-
 def test_decoder_layer_is_causal():
     torch.manual_seed(0)
     layer = DecoderLayer(D_MODEL, HEADS, D_FF).eval()
@@ -245,82 +169,7 @@ def test_decoder_layer_is_causal():
     assert not torch.allclose(layer(x, memory)[:, :4], layer(changed, memory)[:, :4])
 
 
-def _small_transformer(**kwargs) -> Transformer:
-    settings = dict(d_model=16, num_heads=2, num_encoder_layers=2, num_decoder_layers=2, d_ff=24)
-    settings.update(kwargs)
-    return Transformer(11, 13, **settings)
-
-
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_transformer_is_causal_and_respects_padding(norm_first):
-    torch.manual_seed(0)
-    model = _small_transformer(norm_first=norm_first).eval()
-    src = torch.tensor([[3, 4, 5, 6], [7, 8, 0, 0]])
-    tgt = torch.tensor([[1, 2, 3, 4, 5], [1, 9, 10, 0, 0]])
-    logits = model(src, tgt)
-    assert logits.shape == (2, 5, 13)
-    future = tgt.clone()
-    future[:, 3] = 12
-    changed = model(src, future)
-    torch.testing.assert_close(logits[:, :3], changed[:, :3])
-    assert not torch.allclose(logits[0, 3:], changed[0, 3:])
-    # Source padding is invisible: one more padding column changes no logit.
-    padded_longer = torch.cat([src, torch.zeros(2, 1, dtype=torch.long)], dim=1)
-    torch.testing.assert_close(model(padded_longer, tgt), logits, atol=1e-5, rtol=1e-4)
-    # ... and neither does target padding for the real target positions.
-    target_padded = torch.cat([tgt, torch.zeros(2, 1, dtype=torch.long)], dim=1)
-    torch.testing.assert_close(model(src, target_padded)[:, :5], logits, atol=1e-5, rtol=1e-4)
-
-
-def test_transformer_gradients_reach_every_parameter():
-    torch.manual_seed(0)
-    for norm_first in (False, True):
-        model = _small_transformer(norm_first=norm_first)
-        src = torch.randint(1, 11, (3, 5))
-        tgt = torch.randint(1, 13, (3, 4))
-        logits = model(src, tgt)
-        F.cross_entropy(logits.reshape(-1, 13), torch.randint(0, 13, (12,))).backward()
-        for name, parameter in model.named_parameters():
-            assert parameter.grad is not None, f"{name} got no gradient"
-            assert parameter.grad.abs().sum() > 0, f"{name} got an all-zero gradient"
-
-
-def test_transformer_attention_maps_shapes_and_rows():
-    torch.manual_seed(0)
-    model = _small_transformer(num_encoder_layers=3).train()
-    src = torch.tensor([[3, 4, 5, 6], [7, 8, 0, 0]])
-    tgt = torch.tensor([[1, 2, 3], [1, 9, 0]])
-    maps = model.attention_maps(src, tgt)
-    assert model.training, "attention_maps restores the training mode"
-    assert maps["encoder"].shape == (3, 2, 2, 4, 4)
-    assert maps["decoder_self"].shape == (2, 2, 2, 3, 3)
-    assert maps["decoder_cross"].shape == (2, 2, 2, 3, 4)
-    torch.testing.assert_close(maps["encoder"].sum(-1), torch.ones(3, 2, 2, 4))
-    assert (maps["decoder_cross"][:, 1, :, :, 2:] == 0).all(), "padded source keys get no weight"
-    assert (maps["decoder_self"][..., 0, 1:] == 0).all(), "first target position sees only itself"
-    # need_weights=False (the default) takes the fused path and gives the same output.
-    model.eval()
-    torch.testing.assert_close(
-        model.decode(tgt, model.encode(src), src=src),
-        model.decode(tgt, model.encode(src, need_weights=True), src=src, need_weights=True),
-    )
-
-
-def test_encoder_tagger_and_embedding():
-    torch.manual_seed(0)
-    tagger = EncoderTagger(10, 10, d_model=16, num_heads=4, num_layers=2, d_ff=32)
-    tokens = torch.randint(1, 10, (3, 7))
-    assert tagger(tokens).shape == (3, 7, 10)
-    assert tagger.attention_maps(tokens).shape == (2, 3, 4, 7, 7)
-    embed = TokenEmbedding(10, 16, max_len=8)
-    one_hot = F.one_hot(tokens, 10).float()  # (batch, seq, vocab)
-    expected = (one_hot @ embed.embedding.weight) * 4.0 + sinusoidal_encoding(7, 16)
-    torch.testing.assert_close(embed(tokens), expected)
-    with pytest.raises(ValueError, match="max_len"):
-        embed(torch.ones(1, 9, dtype=torch.long))
-
-
-def test_bad_inputs_raise_clear_errors():
+def test_bad_layer_inputs_raise_clear_errors():
     layer = EncoderLayer(8, 2, 16)
     with pytest.raises(ValueError, match="d_model=8"):
         layer(torch.randn(2, 3, 6))
@@ -343,14 +192,60 @@ def test_bad_inputs_raise_clear_errors():
         decoder_layer(torch.randn(2, 3, 8), torch.randn(2, 4, 6))
     with pytest.raises(ValueError, match="mask"):
         decoder_layer(torch.randn(2, 3, 8), torch.randn(2, 4, 8), memory_mask=torch.ones(3, 3, dtype=torch.bool))
-    model = _small_transformer()
-    with pytest.raises(ValueError, match=r"\[0, 10\]"):
-        model(torch.tensor([[1, 11]]), torch.tensor([[1, 2]]))
-    with pytest.raises(ValueError, match="tgt"):
-        model(torch.tensor([[1, 2]]), torch.tensor([[1, 13]]))
-    with pytest.raises(TypeError, match="integer"):
-        model(torch.tensor([[1.0, 2.0]]), torch.tensor([[1, 2]]))
-    with pytest.raises(ValueError, match="2 dimensions"):
-        model(torch.tensor([1, 2]), torch.tensor([[1, 2]]))
-    with pytest.raises(ValueError, match="batch"):
-        model.decode(torch.tensor([[1, 2]]), torch.randn(2, 3, 16))
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention factories, attention maps, checks once
+# ---------------------------------------------------------------------------------------------
+
+
+class _ScaledAttention(MultiHeadAttention):
+    """A stand-in variant: the factory's settings must reach it."""
+
+    def __init__(self, d_model, num_heads, dropout=0.0, *, label="variant"):
+        super().__init__(d_model, num_heads, dropout)
+        self.label = label
+
+
+def test_layers_build_their_attention_from_a_factory():
+    default = EncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.1)
+    assert type(default.self_attn) is MultiHeadAttention and default.self_attn.dropout == 0.1
+    layer = EncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.1, attention=partial(_ScaledAttention, label="x"))
+    assert type(layer.self_attn) is _ScaledAttention and layer.self_attn.label == "x"
+    assert layer.self_attn.dropout == 0.1, "the factory is called with (d_model, num_heads, dropout)"
+    decoder = DecoderLayer(D_MODEL, HEADS, D_FF, self_attention=_ScaledAttention)
+    assert type(decoder.self_attn) is _ScaledAttention
+    assert type(decoder.cross_attn) is MultiHeadAttention, "None means MultiHeadAttention"
+    no_bias = EncoderLayer(D_MODEL, HEADS, D_FF, bias=False)
+    assert no_bias.self_attn.q_proj.bias is None
+
+
+def test_attention_maps_run_one_forward_in_eval_mode():
+    torch.manual_seed(0)
+    layer = EncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.5).train()
+    x = torch.randn(2, 5, D_MODEL)
+    maps = layer.attention_maps(x)
+    assert layer.training, "the mode is restored"
+    assert maps.shape == (2, HEADS, 5, 5)
+    torch.testing.assert_close(maps.sum(-1), torch.ones(2, HEADS, 5))  # no dropout in eval mode
+    decoder = DecoderLayer(D_MODEL, HEADS, D_FF)
+    both = decoder.attention_maps(x, torch.randn(2, 3, D_MODEL), torch.ones(5, 5, dtype=torch.bool).tril())
+    assert both["self"].shape == (2, HEADS, 5, 5) and both["cross"].shape == (2, HEADS, 5, 3)
+    assert (both["self"][..., 0, 1:] == 0).all(), "causal: position 0 sees only itself"
+
+
+def test_a_decoder_stack_checks_each_mask_once(monkeypatch):
+    import lectures_lib.layers as layers_module
+    from lectures_lib.models import Decoder
+
+    checked = []
+    real_check_mask = layers_module.check_mask
+    monkeypatch.setattr(
+        layers_module, "check_mask", lambda mask, shape: checked.append(shape) or real_check_mask(mask, shape)
+    )
+    decoder = Decoder(DecoderLayer(D_MODEL, HEADS, D_FF), num_layers=3)
+    x, memory = torch.randn(2, 5, D_MODEL), torch.randn(2, 4, D_MODEL)
+    decoder(x, memory, torch.ones(5, 5, dtype=torch.bool).tril(), torch.ones(2, 1, 1, 4, dtype=torch.bool))
+    assert checked == [(2, HEADS, 5, 5), (2, HEADS, 5, 4)], "each mask once, at the door"
+    with pytest.raises(ValueError, match="mask"):
+        decoder(x, memory, torch.ones(5, 4, dtype=torch.bool))

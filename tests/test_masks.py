@@ -1,0 +1,56 @@
+"""lectures_lib.masks: the two everyday masks and the check every mask goes through."""
+
+import pytest
+import torch
+
+from lectures_lib.masks import check_mask, key_padding_mask
+
+# causal_mask and key_padding_mask's values are tested in test_contract.py (written from the spec).
+
+
+def test_key_padding_mask_rejects_bad_lengths():
+    with pytest.raises(ValueError, match="max_len=2.*3"):
+        key_padding_mask([3, 1], max_len=2)
+    with pytest.raises(ValueError, match="-1"):
+        key_padding_mask([2, -1])
+    with pytest.raises(TypeError, match="integer"):
+        key_padding_mask(torch.tensor([2.0, 1.0]))
+    with pytest.raises(ValueError, match="1 dimensions"):
+        key_padding_mask(torch.tensor([[2, 1]]))
+
+
+def test_check_mask_rejects_float_and_int_masks():
+    for bad in (torch.zeros(3, 3), torch.ones(3, 3, dtype=torch.long)):
+        with pytest.raises(TypeError, match=rf"torch.bool.*{bad.dtype}"):
+            check_mask(bad, (2, 3, 3))
+    with pytest.raises(TypeError, match="list"):
+        check_mask([[True]], (1, 1))
+
+
+def test_check_mask_rejects_shapes_that_would_broadcast_silently():
+    # A (batch, n_k) key-padding mask against (batch, heads, n_q, n_k) scores: it would be read
+    # as (n_q, n_k), so it must be rejected (here batch=2 != n_q=3).
+    with pytest.raises(ValueError, match=r"\(2, 5\).*\(2, 4, 3, 5\).*\(batch, 1, 1, n_keys\)"):
+        check_mask(torch.ones(2, 5, dtype=torch.bool), (2, 4, 3, 5))
+    with pytest.raises(ValueError, match=r"\(1, 2, 4, 3, 5\)"):
+        check_mask(torch.ones(1, 2, 4, 3, 5, dtype=torch.bool), (2, 4, 3, 5))
+    with pytest.raises(ValueError):
+        check_mask(torch.tensor(True), (3, 5))
+    with pytest.raises(ValueError, match=r"\(5, 3\)"):  # transposed (n_k, n_q)
+        check_mask(torch.ones(5, 3, dtype=torch.bool), (3, 5))
+    ok = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    assert check_mask(ok, (2, 4, 3, 5)) is ok
+
+
+def test_three_dimensional_masks_are_refused_for_multi_head_scores():
+    # (batch, n_q, n_k) and (heads, n_q, n_k) look the same when batch == heads: refuse, and show
+    # both ways to say what is meant.
+    for shape in ((2, 3, 5), (1, 3, 5)):
+        with pytest.raises(ValueError) as error:
+            check_mask(torch.ones(shape, dtype=torch.bool), (2, 2, 3, 5))
+        message = str(error.value)
+        assert str(shape) in message and "mask[:, None]" in message and "mask[None]" in message
+    ok = torch.ones(2, 3, 5, dtype=torch.bool)  # single-head scores are 3-D: no ambiguity
+    assert check_mask(ok, (2, 3, 5)) is ok
+    keys_only = torch.ones(5, dtype=torch.bool)
+    assert check_mask(keys_only, (2, 2, 3, 5)) is keys_only

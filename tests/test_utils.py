@@ -1,0 +1,111 @@
+"""lectures_lib.utils: seeding, device choice, eval_mode, the input checks, checks at the door."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from lectures_lib.utils import (
+    at_boundary,
+    check_bool,
+    check_non_negative_int,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    eval_mode,
+    get_device,
+    inside_library,
+    seed_everything,
+)
+
+
+def test_seed_everything_makes_runs_repeat_and_pins_threads():
+    seed_everything(3)
+    first = (torch.rand(3), np.random.rand(3))
+    seed_everything(3)
+    second = (torch.rand(3), np.random.rand(3))
+    assert torch.equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+    assert torch.get_num_threads() == 1
+    seed_everything(4)
+    assert not torch.equal(torch.rand(3), first[0])
+
+
+@pytest.mark.parametrize("bad", [1.5, "0", True, None])
+def test_seed_everything_rejects_non_integers(bad):
+    with pytest.raises(TypeError, match="seed must be an int"):
+        seed_everything(bad)
+
+
+def test_get_device_defaults_to_cuda_only_when_present(monkeypatch):
+    monkeypatch.delenv("LECTURES_DEVICE", raising=False)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert get_device().type == expected
+    assert get_device("cpu").type == "cpu"
+    monkeypatch.setenv("LECTURES_DEVICE", "cpu")
+    assert get_device().type == "cpu"
+    if not torch.cuda.is_available():
+        monkeypatch.setenv("LECTURES_DEVICE", "cuda")
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
+            get_device()
+
+
+def test_check_tensor_names_expected_and_actual():
+    x = torch.zeros(2, 3)
+    assert check_tensor(x, "x", ndim=2, dtype="floating", shape=(2, None)) is x
+    with pytest.raises(TypeError, match="x must be a torch.Tensor, got an object of type list"):
+        check_tensor([1.0], "x")
+    with pytest.raises(ValueError, match=r"must have 3 dimensions, got 2 \(shape \(2, 3\)\)"):
+        check_tensor(x, "x", ndim=3)
+    with pytest.raises(TypeError, match="must have dtype integer, got torch.float32"):
+        check_tensor(x, "x", dtype="integer")
+    with pytest.raises(ValueError, match=r"must have shape \(\*, 4\), got \(2, 3\)"):
+        check_tensor(x, "x", shape=(None, 4))
+    with pytest.raises(ValueError, match="must be >= 1, got 0"):
+        check_positive_int(0, "n")
+    with pytest.raises(TypeError, match="must be an int, got float"):
+        check_positive_int(2.0, "n")
+
+
+def test_int_bool_and_probability_checks():
+    assert check_non_negative_int(0, "n") == 0 and check_positive_int(3, "n") == 3
+    with pytest.raises(ValueError, match="n must be >= 0, got -1"):
+        check_non_negative_int(-1, "n")
+    with pytest.raises(TypeError, match="n must be an int, got bool"):
+        check_non_negative_int(True, "n")
+    assert check_bool(False, "flag") is False
+    for bad in ("yes", 1, None):
+        with pytest.raises(TypeError, match="flag must be a bool"):
+            check_bool(bad, "flag")
+    assert check_probability(0, "p") == 0.0
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
+            check_probability(bad, "p")
+    with pytest.raises(TypeError, match="p must be a float"):
+        check_probability("0.1", "p")
+
+
+def test_eval_mode_restores_every_submodule_even_after_an_error():
+    model = nn.Sequential(nn.Dropout(0.5), nn.Linear(2, 2))
+    model[0].eval()  # a mixed state: the outer module training, its dropout not
+    with eval_mode(model) as same:
+        assert same is model and not model.training and not model[1].training
+    assert model.training and not model[0].training and model[1].training
+    with pytest.raises(RuntimeError, match="boom"), eval_mode(model):
+        raise RuntimeError("boom")
+    assert model.training and not model[0].training
+    with pytest.raises(TypeError, match="nn.Module"):
+        with eval_mode("model"):
+            pass
+
+
+def test_inside_library_marks_a_region_and_undoes_it_after_an_error():
+    assert at_boundary()
+    with inside_library():
+        assert not at_boundary()
+        with inside_library():
+            assert not at_boundary()
+        assert not at_boundary(), "nested regions restore the outer state"
+    assert at_boundary()
+    with pytest.raises(ValueError), inside_library():
+        raise ValueError
+    assert at_boundary(), "an exception does not leave the library 'inside'"
