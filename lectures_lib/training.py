@@ -251,8 +251,8 @@ def lr_schedule(
       (it also cycles Adam's :math:`\beta_1` between 0.85 and 0.95);
     * ``"constant"``: :math:`\eta_s = \eta`.
 
-    ``warmup`` is a fraction of ``total_steps`` in ``[0, 1)``. Derived in
-    ``05_transformer_decoder.ipynb``.
+    ``warmup`` is a fraction of ``total_steps`` in ``[0, 1)``. The default trains the models of
+    ``04`` and ``05`` (``05`` plots it); ``benchmarks/README.md`` compares the three.
     """
     total_steps = check_positive_int(total_steps, "total_steps")
     if schedule not in SCHEDULES:
