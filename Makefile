@@ -49,6 +49,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_speed.py
 	$(BIN)/python benchmarks/training_speed.py
 	$(BIN)/python benchmarks/decoding_speed.py
+	$(BIN)/python benchmarks/variants_speed.py --markdown --plot benchmarks/variants_speed.png
+	$(BIN)/python benchmarks/long_range.py --plot benchmarks/long_range.png
 
 clean:
 	rm -rf $(VENV) student .pytest_cache .ruff_cache build *.egg-info

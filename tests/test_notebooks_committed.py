@@ -19,6 +19,8 @@ EXPECTED_SECTIONS = [
     "03_positional_encoding",
     "04_transformer_encoder",
     "05_transformer_decoder",
+    "06_attention_variants",
+    "07_efficient_attention",
 ]
 
 

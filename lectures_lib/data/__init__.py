@@ -1,10 +1,11 @@
 """Synthetic toy tasks, generated deterministically from a seed (no downloads).
 
 One module per section: ``labelling`` (01), ``relations`` (02), ``ordering`` (03),
-``sequences`` (04), ``translation`` (05).
+``sequences`` (04), ``translation`` (05), ``long_range`` (07).
 """
 
 from .labelling import *  # noqa: F401,F403
+from .long_range import *  # noqa: F401,F403
 from .ordering import *  # noqa: F401,F403
 from .relations import *  # noqa: F401,F403
 from .sequences import *  # noqa: F401,F403

@@ -8,15 +8,61 @@ grow with the square of the sequence length :math:`N`. The lecture's variants sk
   global);
 * :mod:`~lectures_lib.variants.local`: local attention computed band by band in
   :math:`O(N \cdot w)` memory, exactly dense attention under :func:`local_mask`;
-* :mod:`~lectures_lib.variants.linear`: linear attention, :math:`O(N)` memory.
+* :mod:`~lectures_lib.variants.sparse`: stride attention by reshaping, global tokens, and the
+  gather engine of Longformer and Big Bird;
+* :mod:`~lectures_lib.variants.clustering`: Reformer's LSH and the Routing Transformer's k-means,
+  attention within a cluster;
+* :mod:`~lectures_lib.variants.sinkhorn`: a learned pattern, the Sinkhorn sorting network;
+* :mod:`~lectures_lib.variants.low_rank`: representative keys, Linformer and compressed attention;
+* :mod:`~lectures_lib.variants.linear`: linear attention and Performer, :math:`O(N)` memory;
+* :mod:`~lectures_lib.variants.synthesizer`: Dense and Random Synthesizer (no q and k).
 
 Every module here is an attention factory: ``EncoderTagger(..., attention=partial(Cls, ...))``.
-Derived in ``06_attention_variants.ipynb``.
+Derived in ``06_attention_variants.ipynb`` (patterns, local, clustering) and
+``07_efficient_attention.ipynb`` (Sinkhorn, low rank, linear, Performer, Synthesizer).
 """
 
-from .linear import elu_feature_map, linear_attention
-from .local import band_to_dense, local_attention
-from .patterns import global_mask, local_mask, stride_mask
+from .base import PatternAttention
+from .clustering import (
+    LSHAttention,
+    RoutingAttention,
+    cluster_mask,
+    clustered_attention,
+    kmeans,
+    lsh_buckets,
+    nearest_centroid,
+    random_rotations,
+)
+from .linear import (
+    LinearAttention,
+    PerformerAttention,
+    elu_feature_map,
+    linear_attention,
+    performer_features,
+    random_projection,
+)
+from .local import LocalAttention, band_to_dense, local_attention
+from .low_rank import CompressedAttention, LinformerAttention
+from .patterns import (
+    dilated_mask,
+    global_mask,
+    head_patterns,
+    local_mask,
+    random_keys,
+    random_mask,
+    receptive_field,
+    stride_mask,
+)
+from .sinkhorn import SinkhornAttention, sinkhorn
+from .sparse import (
+    BigBirdAttention,
+    LongformerAttention,
+    global_attention,
+    sparse_attention,
+    sparse_pattern,
+    strided_attention,
+)
+from .synthesizer import DenseSynthesizerAttention, RandomSynthesizerAttention
 
 __all__ = [
     "local_mask",
@@ -26,4 +72,36 @@ __all__ = [
     "band_to_dense",
     "elu_feature_map",
     "linear_attention",
+    "LinearAttention",
+    "random_projection",
+    "performer_features",
+    "PerformerAttention",
+    "sinkhorn",
+    "SinkhornAttention",
+    "LinformerAttention",
+    "CompressedAttention",
+    "DenseSynthesizerAttention",
+    "RandomSynthesizerAttention",
+    # section 06 part 1: patterns, sparse engines, clustering
+    "dilated_mask",
+    "random_keys",
+    "random_mask",
+    "head_patterns",
+    "receptive_field",
+    "PatternAttention",
+    "LocalAttention",
+    "strided_attention",
+    "sparse_attention",
+    "sparse_pattern",
+    "global_attention",
+    "LongformerAttention",
+    "BigBirdAttention",
+    "lsh_buckets",
+    "random_rotations",
+    "kmeans",
+    "nearest_centroid",
+    "cluster_mask",
+    "clustered_attention",
+    "LSHAttention",
+    "RoutingAttention",
 ]

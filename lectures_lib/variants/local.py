@@ -11,9 +11,20 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..utils import at_boundary, check_bool, check_non_negative_int, check_qkv, check_tensor
+from ..attention import masked_softmax
+from ..utils import (
+    at_boundary,
+    check_bool,
+    check_non_negative_int,
+    check_probability,
+    check_qkv,
+    check_tensor,
+    inside_library,
+)
+from .base import PatternAttention, check_key_mask
+from .patterns import local_mask
 
-__all__ = ["local_attention", "band_to_dense"]
+__all__ = ["local_attention", "band_to_dense", "LocalAttention"]
 
 
 def _neighbours(x: torch.Tensor, window: int) -> torch.Tensor:
@@ -30,6 +41,8 @@ def local_attention(
     window: int,
     *,
     need_weights: bool = False,
+    key_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     r"""Local (truncated) self-attention: query :math:`i` attends only to keys :math:`|i - j| \le w`.
 
@@ -49,26 +62,35 @@ def local_attention(
             number of queries equals the number of keys.
         window: :math:`w \ge 0`, how many neighbours on *each* side a query sees.
         need_weights: also return the banded attention weights.
+        key_mask: optional bool ``(..., n)`` broadcasting to ``q.shape[:-1]``, True for the keys
+            that may be attended to (a key-padding mask): equal to dense attention under
+            ``local_mask(n, window) & key_mask[..., None, :]``. A query with no allowed key in its
+            window gets a zero output (the course's convention).
+        dropout_p: dropout on the banded weights (pass 0 outside training).
 
     Returns:
         ``out`` of shape ``(..., n, d_v)``; with ``need_weights=True`` the pair
         ``(out, band_weights)`` where ``band_weights[..., i, o]`` is the weight of key
         ``j = i - w + o`` (0 where ``j`` is outside the sequence), shape ``(..., n, 2w + 1)`` with
-        the effective :math:`w = \min(\text{window}, n - 1)`. Each row sums to 1.
+        the effective :math:`w = \min(\text{window}, n - 1)`. Each row sums to 1 (or 0).
         :func:`band_to_dense` turns it into the ``(..., n, n)`` matrix (for small ``n`` only).
 
     Derived in ``06_attention_variants.ipynb``.
     """
     if at_boundary():
         check_qkv(q, k, v)
-    window = check_non_negative_int(window, "window")
+        window = check_non_negative_int(window, "window")
+        if k.shape[-2] != q.shape[-2]:
+            raise ValueError(
+                "local attention is self-attention: it needs as many queries as keys (query i "
+                f"looks at keys i - window ... i + window), got q {tuple(q.shape)} and k "
+                f"{tuple(k.shape)}"
+            )
+        check_bool(need_weights, "need_weights")
+        dropout_p = check_probability(dropout_p, "dropout_p")
+        if key_mask is not None:
+            check_key_mask(key_mask, q.shape[:-1])
     n = q.shape[-2]
-    if k.shape[-2] != n:
-        raise ValueError(
-            "local attention is self-attention: it needs as many queries as keys (query i looks "
-            f"at keys i - window ... i + window), got q {tuple(q.shape)} and k {tuple(k.shape)}"
-        )
-    check_bool(need_weights, "need_weights")
     if n == 0:  # an empty sequence: nothing to attend to, nothing to return
         empty_weights = q.new_zeros(*q.shape[:-1], 1)  # (..., 0, 1)
         return (v.clone(), empty_weights) if need_weights else v.clone()
@@ -84,11 +106,15 @@ def local_attention(
     key_index = torch.arange(n, device=q.device)[:, None] + torch.arange(
         -window, window + 1, device=q.device
     )  # (n, 2w + 1)
-    in_sequence = (key_index >= 0) & (key_index < n)  # (n, 2w + 1)
-    # Same masking constant as the dense path: padding slots get exactly 0 weight. Slot w (the
-    # query itself) is always in the sequence, so no row is fully masked.
-    scores = scores.masked_fill(~in_sequence, torch.finfo(scores.dtype).min)
-    band_weights = torch.softmax(scores, dim=-1)  # (..., n, 2w + 1), rows sum to 1
+    allowed = (key_index >= 0) & (key_index < n)  # (n, 2w + 1)
+    if key_mask is not None:
+        # The same sliding view of the key mask: slot o of row i says whether key i - w + o counts.
+        padded = F.pad(key_mask.to(q.device), (window, window), value=False)  # (..., n + 2w)
+        allowed = allowed & padded.unfold(-1, 2 * window + 1, 1)  # (..., n, 2w + 1)
+    with inside_library():  # -inf on the blocked slots, zero rows where nothing is allowed
+        band_weights = masked_softmax(scores, allowed)  # (..., n, 2w + 1), rows sum to 1 (or 0)
+    if dropout_p > 0.0:
+        band_weights = F.dropout(band_weights, p=dropout_p)
 
     out = (values @ band_weights.unsqueeze(-1)).squeeze(-1)  # (..., n, d_v): sum_o w_o v_{i-w+o}
     return (out, band_weights) if need_weights else out
@@ -114,3 +140,50 @@ def band_to_dense(band_weights: torch.Tensor) -> torch.Tensor:
     padded = band_weights.new_zeros(*band_weights.shape[:-1], n + 2 * window)  # (..., n, n + 2w)
     padded.scatter_(-1, columns.expand(band_weights.shape), band_weights)
     return padded[..., window : window + n]  # (..., n, n): drop the padding columns
+
+
+class LocalAttention(PatternAttention):
+    r"""Multi-head local (truncated) attention, 局部注意力: every head attends only to the
+    :math:`2w + 1` neighbours :math:`|i - j| \le w` of each query, computed by
+    :func:`local_attention` without ever building the :math:`N \times N` matrix.
+
+    The same parameters and ``forward`` as :class:`~lectures_lib.attention.MultiHeadAttention`;
+    it overrides one step, ``attend``. An attention factory:
+    ``EncoderTagger(..., attention=partial(LocalAttention, window=8))``.
+
+    Args:
+        d_model, num_heads, dropout, bias: as in ``MultiHeadAttention``.
+        window: neighbours on each side (default 8).
+
+    :meth:`pattern` reports the mask, ``local_mask(n, window)``; ``forward`` equals
+    ``MultiHeadAttention`` under ``pattern & mask``. Derived in ``06_attention_variants.ipynb``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        *,
+        window: int = 8,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(d_model, num_heads, dropout, bias=bias)
+        self.window = check_non_negative_int(window, "window")
+
+    def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """The cells this module may attend to: ``local_mask(n, window)`` ``(n, n)``."""
+        return local_mask(q.shape[-2], self.window, device=q.device)
+
+    def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
+        out_and_band = local_attention(
+            q, k, v, self.window, need_weights=need_weights, key_mask=key_mask,
+            dropout_p=dropout_p,
+        )
+        if not need_weights:
+            return out_and_band, None
+        out, band = out_and_band
+        return out, band_to_dense(band)  # (batch, heads, n, n): only because they were asked for
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, window={self.window}"

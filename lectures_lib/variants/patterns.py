@@ -6,7 +6,12 @@ Boolean ``(n, n)`` masks, True = "may attend", that combine with ``|`` and ``&``
   :math:`|i - j| \le w`;
 * :func:`stride_mask`: stride attention: only positions a multiple of the stride apart;
 * :func:`global_mask`: global tokens that attend to every token and are attended by every token;
-  ``local_mask(n, w) | global_mask(n, [0])`` is Longformer's pattern.
+  ``local_mask(n, w) | global_mask(n, [0])`` is Longformer's pattern;
+* :func:`dilated_mask`: a dilated sliding window (Longformer's dilation): every ``dilation``-th
+  neighbour, up to ``window`` of them on each side;
+* :func:`random_mask`: a few random keys per query (Big Bird's random links);
+* :func:`head_patterns`: one pattern per head, stacked into a ``(1, heads, n, n)`` mask;
+* :func:`receptive_field`: which tokens can reach which after ``L`` layers of a pattern.
 
 Derived in ``06_attention_variants.ipynb``.
 """
@@ -19,7 +24,16 @@ import torch
 
 from ..utils import check_non_negative_int, check_positive_int, check_tensor
 
-__all__ = ["local_mask", "stride_mask", "global_mask"]
+__all__ = [
+    "local_mask",
+    "stride_mask",
+    "global_mask",
+    "dilated_mask",
+    "random_mask",
+    "random_keys",
+    "head_patterns",
+    "receptive_field",
+]
 
 
 def _offsets(n: int, device: torch.device | str | None) -> torch.Tensor:
@@ -76,3 +90,86 @@ def global_mask(
     is_global = torch.zeros(n, dtype=torch.bool, device=device)  # (n,)
     is_global[global_positions.to(is_global.device)] = True
     return is_global[:, None] | is_global[None, :]  # (n, n): global row or global column
+
+
+def dilated_mask(
+    n: int, window: int, dilation: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    r"""Boolean ``(n, n)`` mask of a dilated sliding window (Longformer): True where
+    :math:`i - j` is a multiple of ``dilation`` and :math:`|i - j| \le` ``window * dilation``:
+    ``window`` neighbours on each side, every ``dilation``-th one. ``dilation=1`` is
+    :func:`local_mask`; a larger dilation reaches further with the same number of cells, like a
+    stride pattern cut to a window. Derived in ``06_attention_variants.ipynb``.
+    """
+    n = check_positive_int(n, "n")
+    window = check_non_negative_int(window, "window")
+    dilation = check_positive_int(dilation, "dilation")
+    offsets = _offsets(n, device)
+    return (offsets % dilation == 0) & (offsets.abs() <= window * dilation)
+
+
+def random_keys(n: int, num_random: int, seed: int = 0) -> torch.Tensor:
+    """``(n, num_random)`` long: the random key positions each query gets (Big Bird's random
+    links), drawn uniformly *with* replacement from ``0 ... n - 1`` by a generator seeded with
+    ``seed`` (a key drawn twice counts once, so a query has at most ``num_random`` random keys).
+    The same ``(n, num_random, seed)`` always gives the same keys: the pattern is fixed, not
+    redrawn at every step. Never builds ``n x n``. Derived in ``06_attention_variants.ipynb``.
+    """
+    n = check_positive_int(n, "n")
+    num_random = check_non_negative_int(num_random, "num_random")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__} ({seed!r})")
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, n, (n, num_random), generator=generator)  # (n, num_random)
+
+
+def random_mask(
+    n: int, num_random: int, seed: int = 0, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Boolean ``(n, n)`` mask of Big Bird's random links: row ``i`` is True at the keys
+    :func:`random_keys` draws for query ``i`` (at most ``num_random`` per row, fixed by ``seed``).
+    Derived in ``06_attention_variants.ipynb``.
+    """
+    keys = random_keys(n, num_random, seed).to(device)  # (n, num_random); checks the arguments
+    mask = torch.zeros(n, n, dtype=torch.bool, device=device)
+    return mask.scatter_(1, keys, True)  # (n, n): True at each drawn key
+
+
+def head_patterns(patterns: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Stack one ``(n, n)`` pattern per head into a ``(1, heads, n, n)`` mask: head ``h`` attends
+    under ``patterns[h]``. The result broadcasts over the batch and combines with a key-padding
+    mask ``(batch, 1, 1, n)`` by ``&``. Derived in ``06_attention_variants.ipynb``.
+    """
+    if isinstance(patterns, torch.Tensor) or not isinstance(patterns, Sequence) or not patterns:
+        raise TypeError(
+            "patterns must be a non-empty list of (n, n) bool masks, one per head, got "
+            f"{type(patterns).__name__}"
+        )
+    first = check_tensor(patterns[0], "patterns[0]", ndim=2, dtype="bool")
+    for index, pattern in enumerate(patterns):
+        check_tensor(pattern, f"patterns[{index}]", shape=first.shape, dtype="bool")
+    return torch.stack(list(patterns))[None]  # (1, heads, n, n)
+
+
+def receptive_field(mask: torch.Tensor, num_layers: int) -> torch.Tensor:
+    r"""Which tokens can reach which after ``num_layers`` layers of attention under ``mask``.
+
+    ``mask`` is ``(n, n)`` or per head ``(heads, n, n)`` / ``(1, heads, n, n)`` (a token's
+    information passes through *any* head, so the heads are united). Entry ``[i, j]`` of the
+    result is True when the output of query ``i`` after ``num_layers`` layers can depend on input
+    token ``j``: the boolean matrix power :math:`R_L = R_{L-1} M` with :math:`R_1 = M` (the
+    residual connection keeps every token's own information, so the diagonal is added to
+    :math:`M`). Builds ``n x n``: a tool for pictures and checks. Derived in
+    ``06_attention_variants.ipynb``.
+    """
+    check_tensor(mask, "mask", ndim=(2, 3, 4), dtype="bool")
+    num_layers = check_non_negative_int(num_layers, "num_layers")
+    if mask.shape[-1] != mask.shape[-2]:
+        raise ValueError(f"mask must be square (..., n, n), got {tuple(mask.shape)}")
+    step = mask.reshape(-1, *mask.shape[-2:]).any(dim=0)  # (n, n): union over heads
+    n = step.shape[-1]
+    step = step | torch.eye(n, dtype=torch.bool, device=mask.device)  # the residual path
+    reach = torch.eye(n, dtype=torch.bool, device=mask.device)  # 0 layers: each token itself
+    for _ in range(num_layers):
+        reach = (reach.float() @ step.float()) > 0  # (n, n): i reaches j through some k
+    return reach

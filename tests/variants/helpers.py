@@ -55,3 +55,80 @@ def matmul_flops(attention, n, d):
     with FlopCounterMode(display=False) as counter:
         attention(q, k, v)
     return counter.get_total_flops()
+
+
+# -- shared checks of the section-06 pattern modules (LocalAttention, Longformer, ...) --------
+
+
+def reference_of(module):
+    """A plain MultiHeadAttention with the module's weights: dense attention to compare with."""
+    from lectures_lib.attention import MultiHeadAttention
+
+    reference = MultiHeadAttention(module.d_model, module.num_heads).to(
+        dtype=module.q_proj.weight.dtype
+    )
+    reference.load_state_dict(module.state_dict(), strict=False)
+    return reference.eval()
+
+
+def assert_module_equals_dense(module, x, mask=None):
+    """forward == dense MultiHeadAttention under ``module.pattern & mask``: outputs (both paths)
+    and weights."""
+    module = module.eval()
+    reference = reference_of(module)
+    q, k, _ = module.project(x, x, x)
+    pattern = module.pattern(q, k)
+    combined = pattern if mask is None else pattern & mask
+    out, weights = module(x, x, x, mask)
+    expected_out, expected_weights = reference(x, x, x, combined)
+    torch.testing.assert_close(out, expected_out, msg="module != dense attention under its mask")
+    torch.testing.assert_close(weights, expected_weights, msg="weights differ from dense")
+    fast_out, none = module(x, x, x, mask, need_weights=False)
+    assert none is None
+    torch.testing.assert_close(fast_out, expected_out, msg="need_weights=False path differs")
+    return pattern
+
+
+def assert_module_gradients_equal_dense(module, x, mask=None):
+    module = module.eval()
+    reference = reference_of(module)
+    q, k, _ = module.project(x, x, x)
+    combined = module.pattern(q, k).detach()
+    if mask is not None:
+        combined = combined & mask
+    upstream = torch.randn(*x.shape, dtype=x.dtype)
+
+    def grads(run):
+        leaf = x.clone().requires_grad_()
+        (run(leaf) * upstream).sum().backward()
+        return leaf.grad
+
+    ours = grads(lambda t: module(t, t, t, mask, need_weights=False)[0])
+    dense = grads(lambda t: reference(t, t, t, combined)[0])
+    torch.testing.assert_close(ours, dense, msg="gradient wrt the input differs from dense")
+
+
+def train_through_factory(factory, steps=80, seed=0):
+    """Train a 1-layer EncoderTagger built with ``attention=factory`` to label every token with
+    itself (learnable whatever the pattern); returns (first loss, last loss, whether the
+    attention's W^Q changed, i.e. gradients flowed through the variant)."""
+    from lectures_lib.models import EncoderTagger
+
+    torch.manual_seed(seed)
+    model = EncoderTagger(12, 12, d_model=32, num_heads=2, num_layers=1, d_ff=64, pad_id=None,
+                          attention=factory)
+    attention = model.encoder.layers[0].self_attn
+    before = attention.q_proj.weight.detach().clone()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    tokens = torch.randint(0, 12, (64, 16))
+    labels = tokens
+    losses = []
+    for _ in range(steps):
+        logits = model(tokens)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 12), labels.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    changed = not torch.equal(before, attention.q_proj.weight.detach())
+    return losses[0], losses[-1], changed

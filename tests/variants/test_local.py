@@ -182,3 +182,79 @@ def test_scaled_dot_product_attention_reference_is_what_we_think():
     scores[~local_mask(5, 1)] = -math.inf
     torch.testing.assert_close(scaled_dot_product_attention(q, k, v, local_mask(5, 1))[0],
                                torch.softmax(scores, -1) @ v)
+
+
+# -- key padding and the LocalAttention module (section 06) ------------------------------------
+
+
+@pytest.mark.parametrize(("n", "window"), [(1, 0), (6, 0), (6, 2), (11, 3), (11, 20)])
+def test_local_attention_with_key_padding_equals_dense(n, window):
+    from lectures_lib.variants import LocalAttention  # noqa: F401  (imported for the module test)
+
+    q, k, v = random_qkv(3, 2, n=n)
+    lengths = torch.tensor([n, max(n - 2, 1), 1])
+    key_mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]  # (3, 1, n)
+    mask = local_mask(n, window) & key_mask[..., None, :]
+    expected, expected_weights = scaled_dot_product_attention(q, k, v, mask)
+    out, band = local_attention(q, k, v, window, need_weights=True, key_mask=key_mask)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(band_to_dense(band), expected_weights)
+    # A padding query far from every real key sees nothing: zeros, as dense attention gives.
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("window", [0, 1, 3, 30])
+@pytest.mark.parametrize(("batch", "n"), [(1, 1), (2, 7), (3, 12)])
+def test_local_attention_module_equals_dense_under_local_mask(window, batch, n):
+    from lectures_lib.variants import LocalAttention
+
+    from .helpers import assert_module_equals_dense, assert_module_gradients_equal_dense
+
+    torch.manual_seed(n + window)
+    module = LocalAttention(12, 3, window=window).double()
+    x = torch.randn(batch, n, 12, dtype=torch.float64)
+    lengths = torch.randint(1, n + 1, (batch,))
+    padding = (torch.arange(n)[None, :] < lengths[:, None])[:, None, None, :]  # (batch, 1, 1, n)
+    for mask in (None, padding, padding[0, 0, 0], torch.ones(n, n, dtype=torch.bool).tril()):
+        pattern = assert_module_equals_dense(module, x, mask)
+        assert torch.equal(pattern, local_mask(n, window))
+    assert_module_gradients_equal_dense(module, x, padding)
+
+
+def test_local_attention_module_is_a_factory_and_trains():
+    from functools import partial
+
+    from lectures_lib.models import EncoderTagger
+    from lectures_lib.variants import LocalAttention
+
+    from .helpers import train_through_factory
+
+    module = LocalAttention(16, 4)  # defaults for its own settings
+    assert module.window == 8
+    tagger = EncoderTagger(10, 3, d_model=16, num_heads=2, attention=partial(LocalAttention, window=8))
+    assert all(isinstance(layer.self_attn, LocalAttention) for layer in tagger.encoder.layers)
+    first, last, changed = train_through_factory(partial(LocalAttention, window=2))
+    assert changed and last < 0.5 * first, (first, last)
+
+
+def test_local_attention_module_dropout_only_while_training():
+    from lectures_lib.variants import LocalAttention
+
+    module = LocalAttention(8, 2, dropout=0.5, window=2)
+    x = torch.randn(2, 9, 8)
+    module.eval()
+    torch.testing.assert_close(module(x, x, x)[0], module(x, x, x)[0])
+    module.train()
+    torch.manual_seed(0)
+    first = module(x, x, x, need_weights=False)[0]
+    assert not torch.allclose(first, module(x, x, x, need_weights=False)[0])
+
+
+def test_local_attention_key_mask_errors():
+    q, k, v = random_qkv(2, n=5)
+    with pytest.raises(ValueError, match=r"key_mask must have shape \(\.\.\., n\)"):
+        local_attention(q, k, v, 1, key_mask=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="key_mask must have dtype bool"):
+        local_attention(q, k, v, 1, key_mask=torch.ones(2, 5))
+    with pytest.raises(ValueError, match="dropout_p must be in"):
+        local_attention(q, k, v, 1, dropout_p=1.5)

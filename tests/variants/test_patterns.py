@@ -70,3 +70,64 @@ def test_masks_are_built_on_the_requested_device():
 def test_mask_and_band_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# -- section 06: dilated and random patterns, per-head patterns, the receptive field ----------
+
+
+@pytest.mark.parametrize(("n", "window", "dilation"), [(1, 0, 1), (9, 2, 1), (9, 2, 3), (12, 1, 4)])
+def test_dilated_mask_definition(n, window, dilation):
+    from lectures_lib.variants import dilated_mask
+
+    mask = dilated_mask(n, window, dilation)
+    for i in range(n):
+        for j in range(n):
+            expected = (i - j) % dilation == 0 and abs(i - j) <= window * dilation
+            assert bool(mask[i, j]) == expected, (i, j)
+    assert torch.equal(dilated_mask(n, window, 1), local_mask(n, window))
+
+
+def test_random_mask_is_fixed_by_its_seed_and_matches_random_keys():
+    from lectures_lib.variants import random_keys, random_mask
+
+    mask = random_mask(20, 3, seed=5)
+    assert torch.equal(mask, random_mask(20, 3, seed=5)), "same seed, same links"
+    assert not torch.equal(mask, random_mask(20, 3, seed=6))
+    counts = mask.sum(dim=1)
+    assert bool((counts >= 1).all() and (counts <= 3).all()), counts
+    keys = random_keys(20, 3, seed=5)
+    assert bool(mask.gather(1, keys).all()) and int(mask.sum()) == sum(
+        len(set(row)) for row in keys.tolist()
+    )
+    assert not bool(random_mask(5, 0).any())
+
+
+def test_head_patterns_stacks_one_mask_per_head():
+    from lectures_lib.variants import head_patterns
+
+    patterns = [local_mask(6, 1), stride_mask(6, 2), global_mask(6, [0])]
+    stacked = head_patterns(patterns)
+    assert stacked.shape == (1, 3, 6, 6)
+    for h, pattern in enumerate(patterns):
+        assert torch.equal(stacked[0, h], pattern)
+    with pytest.raises(ValueError, match=r"patterns\[1\] must have shape \(6, 6\)"):
+        head_patterns([local_mask(6, 1), local_mask(5, 1)])
+    with pytest.raises(TypeError, match="non-empty list"):
+        head_patterns(local_mask(6, 1))
+
+
+def test_receptive_field_grows_with_depth():
+    from lectures_lib.variants import receptive_field
+
+    n, window = 12, 2
+    mask = local_mask(n, window)
+    for layers in range(4):
+        expected = local_mask(n, layers * window)  # each layer reaches w further
+        assert torch.equal(receptive_field(mask, layers), expected), layers
+    with_global = mask | global_mask(n, [0])
+    assert not bool(receptive_field(with_global, 1).all())
+    assert bool(receptive_field(with_global, 2).all()), "any token -> global token -> any token"
+    per_head = torch.stack([local_mask(n, 1), stride_mask(n, 4)])[None]  # (1, 2, n, n)
+    assert torch.equal(receptive_field(per_head, 1), local_mask(n, 1) | stride_mask(n, 4))
+    with pytest.raises(ValueError, match="square"):
+        receptive_field(torch.ones(3, 4, dtype=torch.bool), 1)

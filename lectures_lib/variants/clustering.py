@@ -1,0 +1,457 @@
+r"""Only the important cells: clustering (聚类) queries and keys, then attention inside a cluster.
+
+The lecture's two steps: (1) put queries and keys that are close into the same cluster, (2)
+compute the weights :math:`\alpha_{i,j}` only when query :math:`i` and key :math:`j` share a
+cluster; every other cell is set to 0 (it would have been small anyway).
+
+* :func:`lsh_buckets`: Reformer's locality-sensitive hashing (Kitaev et al. 2020): a random
+  rotation :math:`R`, and bucket :math:`h(x) = \arg\max [xR; -xR]`. Near vectors (small angle)
+  usually land in the same bucket; with one random hyperplane the probability is
+  :math:`1 - \theta / \pi`.
+* :func:`kmeans`: the (spherical) k-means of the Routing Transformer (Roy et al. 2021).
+* :func:`clustered_attention`: the engine. Positions are *sorted by cluster* and every cluster is
+  cut into a padded chunk, so each cluster is one small dense attention:
+  :math:`C \cdot B_q \cdot B_k` scores (:math:`B` = largest cluster): about :math:`N^2 / C` when
+  the clusters are balanced, but up to :math:`N^2` when one cluster holds most vectors (LSH
+  buckets are unbalanced; Reformer's equal-size chunks and Routing's balanced clusters trade
+  exactness for a guaranteed cost; ``benchmarks/variants_speed.py`` measures it). With several rounds of
+  hashing (``n_hashes``), a cell is kept when the two share a cluster in *any* round, and the
+  rounds are merged exactly (each cell counted once, by its multiplicity).
+* :class:`LSHAttention`, :class:`RoutingAttention`: modules and attention factories.
+
+Where the code differs from the papers: queries and keys are hashed/clustered separately with the
+same rotations/centroids (Reformer ties keys to queries); no chunk-to-neighbour attention, no
+"do not attend to yourself" rule; the Routing Transformer's balanced top-k cluster membership is
+replaced by "each vector joins its nearest centroid". Derived in ``06_attention_variants.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..utils import (
+    at_boundary,
+    check_bool,
+    check_non_negative_int,
+    check_positive_int,
+    check_probability,
+    check_qkv,
+    check_tensor,
+)
+from .base import PatternAttention, check_key_mask
+
+__all__ = [
+    "lsh_buckets",
+    "random_rotations",
+    "kmeans",
+    "nearest_centroid",
+    "cluster_mask",
+    "clustered_attention",
+    "LSHAttention",
+    "RoutingAttention",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Step 1: clusters
+# ---------------------------------------------------------------------------------------------
+
+
+def random_rotations(
+    d: int, n_buckets: int, n_hashes: int = 1, *, heads: int | None = None, seed: int = 0
+) -> torch.Tensor:
+    """Random projections for :func:`lsh_buckets`: ``(n_hashes, d, n_buckets // 2)`` (or
+    ``(heads, n_hashes, d, n_buckets // 2)``) standard normal entries from a generator seeded with
+    ``seed``. ``n_buckets`` must be even (each direction and its opposite are two buckets).
+    Derived in ``06_attention_variants.ipynb``."""
+    d = check_positive_int(d, "d")
+    n_buckets = check_positive_int(n_buckets, "n_buckets")
+    n_hashes = check_positive_int(n_hashes, "n_hashes")
+    if n_buckets % 2:
+        raise ValueError(
+            f"n_buckets must be even (a bucket per direction and per opposite), got {n_buckets}"
+        )
+    shape = (n_hashes, d, n_buckets // 2)
+    if heads is not None:
+        shape = (check_positive_int(heads, "heads"), *shape)
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=generator)
+
+
+def lsh_buckets(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
+    r"""Reformer's angular LSH: bucket :math:`h(x) = \arg\max_b [x R; -x R]_b` per round.
+
+    ``x`` ``(..., n, d)`` and ``rotations`` ``(..., n_hashes, d, n_buckets / 2)`` (leading
+    dimensions broadcasting, e.g. one set per head) -> long ``(..., n_hashes, n)`` in
+    ``[0, n_buckets)``. Only directions matter: :math:`h(cx) = h(x)` for :math:`c > 0`.
+    Derived in ``06_attention_variants.ipynb``.
+    """
+    if at_boundary():
+        check_tensor(x, "x", dtype="floating")
+        check_tensor(rotations, "rotations", dtype="floating")
+        if x.dim() < 2 or rotations.dim() < 3 or rotations.shape[-2] != x.shape[-1]:
+            raise ValueError(
+                "x must be (..., n, d) and rotations (..., n_hashes, d, n_buckets / 2) with the "
+                f"same d, got x {tuple(x.shape)} and rotations {tuple(rotations.shape)}"
+            )
+    projected = x.unsqueeze(-3) @ rotations.to(x.dtype)  # (..., n_hashes, n, n_buckets / 2)
+    return torch.cat([projected, -projected], dim=-1).argmax(dim=-1)  # (..., n_hashes, n)
+
+
+def nearest_centroid(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
+    r"""Spherical k-means assignment: the centroid :math:`\mu_c` with the largest
+    :math:`\hat x \cdot \mu_c` (:math:`\hat x = x / \lVert x \rVert`). ``x`` ``(..., n, d)``,
+    ``centroids`` ``(..., C, d)`` -> long ``(..., n)``. Derived in ``06_attention_variants.ipynb``."""
+    return (F.normalize(x, dim=-1) @ centroids.to(x.dtype).transpose(-2, -1)).argmax(dim=-1)
+
+
+def kmeans(
+    x: torch.Tensor, n_clusters: int, num_iters: int = 10, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Spherical k-means on the directions of ``x`` ``(..., n, d)``: start from ``n_clusters``
+    random points (seeded), then alternate "assign each vector to its nearest centroid" and
+    "move each centroid to the normalised mean of its vectors" ``num_iters`` times.
+
+    Returns ``(centroids (..., n_clusters, d), assignment (..., n))``; a centroid that loses all
+    its vectors stays where it was. Derived in ``06_attention_variants.ipynb``.
+    """
+    check_tensor(x, "x", dtype="floating")
+    if x.dim() < 2 or x.shape[-2] == 0:
+        raise ValueError(f"x must have shape (..., n >= 1, d), got {tuple(x.shape)}")
+    n_clusters = check_positive_int(n_clusters, "n_clusters")
+    num_iters = check_non_negative_int(num_iters, "num_iters")
+    directions = F.normalize(x.detach(), dim=-1)  # (..., n, d)
+    generator = torch.Generator().manual_seed(seed)
+    start = torch.randint(0, x.shape[-2], (n_clusters,), generator=generator).to(x.device)
+    centroids = directions[..., start, :]  # (..., C, d)
+    for _ in range(num_iters):
+        assignment = nearest_centroid(directions, centroids)  # (..., n)
+        members = F.one_hot(assignment, n_clusters).to(x.dtype)  # (..., n, C)
+        sums = members.transpose(-2, -1) @ directions  # (..., C, d)
+        empty = members.sum(dim=-2)[..., None] == 0  # (..., C, 1)
+        centroids = torch.where(empty, centroids, F.normalize(sums, dim=-1))
+    return centroids, nearest_centroid(directions, centroids)
+
+
+def cluster_mask(query_clusters: torch.Tensor, key_clusters: torch.Tensor) -> torch.Tensor:
+    """Dense bool mask ``(..., n_q, n_k)``: True where query and key share a cluster in at least
+    one round. ``query_clusters`` ``(..., rounds, n_q)``, ``key_clusters`` ``(..., rounds, n_k)``.
+    Builds ``n x n``: for pictures and checks. Derived in ``06_attention_variants.ipynb``."""
+    check_tensor(query_clusters, "query_clusters", dtype="integer")
+    check_tensor(key_clusters, "key_clusters", dtype="integer")
+    same = query_clusters[..., :, None] == key_clusters[..., None, :]  # (..., rounds, n_q, n_k)
+    return same.any(dim=-3)  # (..., n_q, n_k)
+
+
+# ---------------------------------------------------------------------------------------------
+# Step 2: attention inside each cluster, sorted and chunked
+# ---------------------------------------------------------------------------------------------
+
+
+def _chunks(cluster: torch.Tensor, n_clusters: int, size: int | None = None):
+    """Sort positions by cluster and cut one padded chunk per cluster.
+
+    ``cluster`` ``(B, n)`` -> ``(table (B, C, size) of positions with -1 for padding, size)``:
+    ``table[b, c]`` lists the positions of cluster ``c`` in increasing order.
+    """
+    batch, n = cluster.shape
+    counts = F.one_hot(cluster, n_clusters).sum(dim=-2)  # (B, C) members per cluster
+    if size is None:
+        size = max(int(counts.max()), 1) if n else 1
+    order = torch.sort(cluster, dim=-1, stable=True).indices  # (B, n): positions, by cluster
+    starts = counts.cumsum(dim=-1) - counts  # (B, C): first sorted index of each cluster
+    sorted_cluster = cluster.gather(-1, order)  # (B, n)
+    rank = torch.arange(n, device=cluster.device) - starts.gather(-1, sorted_cluster)  # (B, n)
+    slot = sorted_cluster * size + rank  # (B, n): where each sorted position goes in the table
+    table = torch.full((batch, n_clusters * size), -1, dtype=torch.long, device=cluster.device)
+    table.scatter_(-1, slot, order)
+    return table.reshape(batch, n_clusters, size), size
+
+
+def _gather(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """``x`` ``(B, n, d)``, ``table`` ``(B, C, S)`` (-1 = empty) -> ``(B, C, S, d)`` (zeros there)."""
+    batch, n, d = x.shape
+    offsets = torch.arange(batch, device=x.device)[:, None, None] * n
+    rows = x.reshape(batch * n, d)[table.clamp(min=0) + offsets]  # (B, C, S, d)
+    return rows * (table >= 0)[..., None]
+
+
+def clustered_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    query_clusters: torch.Tensor,
+    key_clusters: torch.Tensor,
+    n_clusters: int,
+    *,
+    need_weights: bool = False,
+    key_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    r"""Attention only between a query and the keys of its cluster(s).
+
+    Equal to ``scaled_dot_product_attention(q, k, v, cluster_mask(query_clusters, key_clusters))``
+    (and ``& key_mask``): a query attends to the keys that share its cluster in at least one
+    round; a query whose clusters hold no key gets zeros.
+
+    How: in each round, sort queries and keys by cluster and cut each cluster into a padded chunk
+    (:func:`_chunks`), so cluster :math:`c` is one dense attention of its :math:`B_q` queries and
+    :math:`B_k` keys: scores ``(..., rounds, C, B_q, B_k)``. With several rounds a cell may be
+    seen more than once; its score is lowered by :math:`\log m_{ij}` (:math:`m_{ij}` = rounds in
+    which they meet), and the rounds are merged by their log-sum-exp, which counts every kept cell
+    exactly once:
+
+    .. math::
+        \text{out}_i = \sum_r \frac{e^{\ell_{r,i}}}{\sum_{r'} e^{\ell_{r',i}}}\,\text{out}_{r,i},
+        \qquad \ell_{r,i} = \log \sum_{j \in c_r(i)} e^{s_{ij} - \log m_{ij}}.
+
+    Args:
+        q, k, v: ``(..., n_q, d_k)``, ``(..., n_k, d_k)``, ``(..., n_k, d_v)``.
+        query_clusters, key_clusters: long ``(..., rounds, n_q)`` / ``(..., rounds, n_k)`` in
+            ``[0, n_clusters)``, leading dimensions equal to those of ``q`` or 1.
+        n_clusters: number of clusters (or buckets) per round.
+        need_weights: also return the dense ``(..., n_q, n_k)`` weights (pictures and checks).
+        key_mask: optional bool ``(..., n_k)``, True = this key may be attended to.
+        dropout_p: dropout on each round's weights.
+
+    Derived in ``06_attention_variants.ipynb``.
+    """
+    if at_boundary():
+        check_qkv(q, k, v)
+        n_clusters = check_positive_int(n_clusters, "n_clusters")
+        check_bool(need_weights, "need_weights")
+        dropout_p = check_probability(dropout_p, "dropout_p")
+        for name, clusters, n in (("query_clusters", query_clusters, q.shape[-2]),
+                                  ("key_clusters", key_clusters, k.shape[-2])):
+            check_tensor(clusters, name, dtype="integer")
+            if clusters.dim() < 2 or clusters.shape[-1] != n or clusters.dim() - 1 > q.dim() - 2 + 1:
+                raise ValueError(
+                    f"{name} must have shape (..., rounds, {n}), got {tuple(clusters.shape)}"
+                )
+            if clusters.numel() and not (0 <= int(clusters.min()) and int(clusters.max()) < n_clusters):
+                raise ValueError(
+                    f"{name} must lie in [0, {n_clusters - 1}] (n_clusters={n_clusters}), got "
+                    f"values from {int(clusters.min())} to {int(clusters.max())}"
+                )
+        if query_clusters.shape[-2] != key_clusters.shape[-2]:
+            raise ValueError(
+                "query_clusters and key_clusters must have the same number of rounds, got "
+                f"{tuple(query_clusters.shape)} and {tuple(key_clusters.shape)}"
+            )
+        if key_mask is not None:
+            check_key_mask(key_mask, k.shape[:-1])
+    lead, n_q, n_k = q.shape[:-2], q.shape[-2], k.shape[-2]
+    rounds = query_clusters.shape[-2]
+    batch = math.prod(lead)
+    q_clusters = query_clusters.to(q.device).expand(*lead, rounds, n_q).reshape(batch, rounds, n_q)
+    k_clusters = key_clusters.to(q.device).expand(*lead, rounds, n_k).reshape(batch, rounds, n_k)
+    if n_q == 0 or n_k == 0:
+        out = q.new_zeros(*lead, n_q, v.shape[-1])
+        return (out, q.new_zeros(*lead, n_q, n_k)) if need_weights else out
+
+    # Every round becomes a batch entry: (B * rounds, n).
+    q_table, _ = _chunks(q_clusters.reshape(batch * rounds, n_q), n_clusters)  # (BR, C, Bq)
+    k_table, _ = _chunks(k_clusters.reshape(batch * rounds, n_k), n_clusters)  # (BR, C, Bk)
+
+    def per_round(x: torch.Tensor) -> torch.Tensor:  # (B, n, d) -> (B * rounds, n, d)
+        return x[:, None].expand(-1, rounds, -1, -1).reshape(batch * rounds, *x.shape[1:])
+
+    queries = _gather(per_round(q.reshape(batch, n_q, -1)), q_table)  # (BR, C, Bq, d_k)
+    keys = _gather(per_round(k.reshape(batch, n_k, -1)), k_table)  # (BR, C, Bk, d_k)
+    values = _gather(per_round(v.reshape(batch, n_k, -1)), k_table)  # (BR, C, Bk, d_v)
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (BR, C, Bq, Bk)
+
+    key_ok = k_table >= 0  # (BR, C, Bk)
+    if key_mask is not None:
+        allowed_keys = key_mask.to(q.device).expand(*lead, n_k).reshape(batch, n_k)  # (B, n_k)
+        key_ok = key_ok & _gather(per_round(allowed_keys[..., None].to(q.dtype)), k_table)[..., 0].bool()
+    allowed = (q_table >= 0)[..., :, None] & key_ok[..., None, :]  # (BR, C, Bq, Bk)
+
+    if rounds > 1:  # m_ij: in how many rounds query i and key j share a cluster
+        q_all = _gather(per_round(q_clusters.transpose(1, 2).to(q.dtype)), q_table)  # (BR,C,Bq,R)
+        k_all = _gather(per_round(k_clusters.transpose(1, 2).to(q.dtype)), k_table)  # (BR,C,Bk,R)
+        meetings = torch.zeros_like(scores)  # (BR, C, Bq, Bk), one round at a time
+        for r in range(rounds):
+            meetings += q_all[..., :, None, r] == k_all[..., None, :, r]
+        scores = scores - torch.log(meetings.clamp_(min=1))
+
+    # A softmax per cluster that also returns its log-sum-exp l (-inf when nothing is allowed).
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    top = scores.amax(dim=-1, keepdim=True)  # (BR, C, Bq, 1)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    exps = torch.exp(scores - top)  # exactly 0 on blocked cells
+    totals = exps.sum(dim=-1, keepdim=True)  # (BR, C, Bq, 1)
+    weights = exps / totals.clamp(min=torch.finfo(q.dtype).tiny)  # (BR, C, Bq, Bk), rows sum to 1 or 0
+    lse = torch.where(totals > 0, torch.log(totals.clamp(min=torch.finfo(q.dtype).tiny)) + top,
+                      torch.full_like(top, float("-inf")))[..., 0]  # (BR, C, Bq)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    chunk_out = weights @ values  # (BR, C, Bq, d_v)
+
+    # Back to positions: each query sits in exactly one chunk per round.
+    slot = q_table.reshape(batch * rounds, -1)  # (BR, C * Bq) positions, -1 = empty
+    real = slot >= 0
+    target = torch.where(real, slot, torch.full_like(slot, n_q))  # empties go to a spare row
+    d_v = v.shape[-1]
+    round_out = q.new_zeros(batch * rounds, n_q + 1, d_v).scatter(
+        1, target[..., None].expand(-1, -1, d_v), chunk_out.reshape(batch * rounds, -1, d_v)
+    )[:, :n_q].reshape(batch, rounds, n_q, d_v)
+    round_lse = q.new_full((batch * rounds, n_q + 1), float("-inf")).scatter(
+        1, target, lse.reshape(batch * rounds, -1)
+    )[:, :n_q].reshape(batch, rounds, n_q)
+
+    # Merge the rounds by their log-sum-exp (one round: the share is 1 or 0).
+    best = round_lse.amax(dim=1, keepdim=True)  # (B, 1, n_q)
+    best = torch.where(torch.isfinite(best), best, torch.zeros_like(best))
+    mass = torch.exp(round_lse - best)  # (B, R, n_q), 0 where a round saw no key
+    norm = mass.sum(dim=1, keepdim=True)  # (B, 1, n_q)
+    share = mass / norm.clamp(min=torch.finfo(q.dtype).tiny)  # (B, R, n_q)
+    out = (share[..., None] * round_out).sum(dim=1).reshape(*lead, n_q, d_v)  # (..., n_q, d_v)
+    if not need_weights:
+        return out
+
+    # Dense weights for pictures: round r's weight of (i, j) times the share of round r.
+    total_lse = torch.log(norm.clamp(min=torch.finfo(q.dtype).tiny)) + best  # (B, 1, n_q)
+    row_lse = total_lse.expand(-1, rounds, -1).reshape(batch * rounds, n_q)
+    row_lse = torch.cat([row_lse, row_lse.new_zeros(batch * rounds, 1)], dim=1)  # spare row
+    lse_chunk = row_lse.gather(1, target).reshape_as(lse)  # (BR, C, Bq)
+    cell = exps * torch.exp(top - lse_chunk[..., None])  # (BR, C, Bq, Bk) = e^{s - log m - L}
+    cell = cell * allowed
+    cell_index = target.reshape_as(lse)[..., None] * n_k + k_table.clamp(min=0)[..., None, :]
+    dense = q.new_zeros(batch, (n_q + 1) * n_k).scatter_add(
+        1, cell_index.reshape(batch, -1), cell.reshape(batch, -1)
+    )  # (B, (n_q + 1) * n_k)
+    dense = dense.reshape(batch, n_q + 1, n_k)[:, :n_q].reshape(*lead, n_q, n_k)
+    return out, dense
+
+
+# ---------------------------------------------------------------------------------------------
+# Modules
+# ---------------------------------------------------------------------------------------------
+
+
+class LSHAttention(PatternAttention):
+    r"""Reformer-style attention: hash queries and keys with angular LSH (:func:`lsh_buckets`),
+    then attend only within a bucket (:func:`clustered_attention`), over ``n_hashes`` rounds.
+
+    Each head has its own fixed random rotations (a buffer drawn from ``seed``; Reformer redraws
+    them at every step). :meth:`pattern` reports the cells, ``cluster_mask`` of the buckets.
+
+    Args:
+        d_model, num_heads, dropout, bias: as in ``MultiHeadAttention``.
+        n_buckets: buckets per round (even; default 8).
+        n_hashes: rounds of hashing (default 2); more rounds keep more near pairs.
+        seed: seed of the rotations.
+
+    Derived in ``06_attention_variants.ipynb``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        *,
+        n_buckets: int = 8,
+        n_hashes: int = 2,
+        seed: int = 0,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(d_model, num_heads, dropout, bias=bias)
+        self.n_buckets = check_positive_int(n_buckets, "n_buckets")
+        self.n_hashes = check_positive_int(n_hashes, "n_hashes")
+        rotations = random_rotations(self.d_head, n_buckets, n_hashes, heads=num_heads, seed=seed)
+        self.register_buffer("rotations", rotations)  # (heads, n_hashes, d_head, n_buckets / 2)
+
+    def clusters(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Buckets ``(batch, heads, n_hashes, n)`` of the queries and of the keys."""
+        return lsh_buckets(q, self.rotations), lsh_buckets(k, self.rotations)
+
+    def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return cluster_mask(*self.clusters(q, k))  # (batch, heads, n, n)
+
+    def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
+        query_buckets, key_buckets = self.clusters(q, k)
+        result = clustered_attention(
+            q, k, v, query_buckets, key_buckets, self.n_buckets, need_weights=need_weights,
+            key_mask=key_mask, dropout_p=dropout_p,
+        )
+        return result if need_weights else (result, None)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, n_buckets={self.n_buckets}, n_hashes={self.n_hashes}"
+
+
+class RoutingAttention(PatternAttention):
+    r"""Routing-Transformer-style attention: queries and keys join their nearest of
+    ``n_clusters`` centroids (spherical k-means, :func:`nearest_centroid`), then attend only
+    within a cluster (:func:`clustered_attention`, one round).
+
+    The centroids (one set per head, a buffer) start as random unit vectors and, while training,
+    follow the queries and keys assigned to them by an exponential moving average (mini-batch
+    k-means, as in the paper): :math:`\mu_c \leftarrow \lambda \mu_c + (1 - \lambda)\,
+    \overline{x}_c`, renormalised. The paper's balanced top-k membership is not used: each vector
+    joins its nearest centroid.
+
+    Args:
+        d_model, num_heads, dropout, bias: as in ``MultiHeadAttention``.
+        n_clusters: clusters per head (default 4); 1 is full attention.
+        decay: the moving average's :math:`\lambda` (default 0.999).
+        seed: seed of the initial centroids.
+
+    Derived in ``06_attention_variants.ipynb``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        *,
+        n_clusters: int = 4,
+        decay: float = 0.999,
+        seed: int = 0,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(d_model, num_heads, dropout, bias=bias)
+        self.n_clusters = check_positive_int(n_clusters, "n_clusters")
+        self.decay = check_probability(decay, "decay")
+        generator = torch.Generator().manual_seed(seed)
+        centroids = F.normalize(torch.randn(num_heads, n_clusters, self.d_head, generator=generator), dim=-1)
+        self.register_buffer("centroids", centroids)  # (heads, C, d_head)
+
+    def clusters(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Clusters ``(batch, heads, 1, n)`` of the queries and of the keys (one round)."""
+        centroids = self.centroids[None]  # (1, heads, C, d_head)
+        return nearest_centroid(q, centroids)[..., None, :], nearest_centroid(k, centroids)[..., None, :]
+
+    def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return cluster_mask(*self.clusters(q, k))  # (batch, heads, n, n)
+
+    @torch.no_grad()
+    def update_centroids(self, q: torch.Tensor, k: torch.Tensor) -> None:
+        """One step of mini-batch spherical k-means on this batch's queries and keys."""
+        points = F.normalize(torch.cat([q, k], dim=-2), dim=-1)  # (batch, heads, 2n, d_head)
+        assignment = nearest_centroid(points, self.centroids[None])  # (batch, heads, 2n)
+        members = F.one_hot(assignment, self.n_clusters).to(points.dtype)  # (batch, heads, 2n, C)
+        sums = (members.transpose(-2, -1) @ points).sum(dim=0)  # (heads, C, d_head)
+        counts = members.sum(dim=(0, 2))[..., None]  # (heads, C, 1)
+        means = sums / counts.clamp(min=1)
+        moved = self.decay * self.centroids + (1 - self.decay) * means.to(self.centroids.dtype)
+        self.centroids.copy_(torch.where(counts > 0, F.normalize(moved, dim=-1), self.centroids))
+
+    def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
+        query_clusters, key_clusters = self.clusters(q, k)
+        result = clustered_attention(
+            q, k, v, query_clusters, key_clusters, self.n_clusters, need_weights=need_weights,
+            key_mask=key_mask, dropout_p=dropout_p,
+        )
+        if self.training:
+            self.update_centroids(q, k)
+        return result if need_weights else (result, None)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, n_clusters={self.n_clusters}, decay={self.decay}"

@@ -1,0 +1,182 @@
+r"""Representative keys (代表性的key): Linformer (Wang et al. 2020) and compressed attention
+(Liu et al. 2018).
+
+Attention matrices are close to low rank, so the :math:`N` keys (and values) can be replaced by
+:math:`k \ll N` representative ones: a learned :math:`k \times N` matrix :math:`E` mixes them
+(Linformer, :math:`\tilde K = E K`), or a strided convolution summarises each run of positions
+(compressed attention; the lecture: 可以采取卷积提取). The queries are not reduced: every input
+position still needs its own output. Scores are :math:`N \times k`, not :math:`N \times N`.
+
+Derived in ``07_efficient_attention.ipynb``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..attention import MultiHeadAttention, scaled_dot_product_attention
+from ..utils import check_positive_int
+from ._key_masks import split_mask
+
+__all__ = ["LinformerAttention", "CompressedAttention"]
+
+
+def _zero_padded_keys(key_mask, k, v):
+    """Zero the keys and values that ``key_mask`` ``(.., 1, n_k)`` hides: they must not leak into
+    the mixtures (whatever the padding holds)."""
+    if key_mask is None:
+        return k, v
+    keep = key_mask.transpose(-2, -1)  # (batch | 1, heads | 1, n_k, 1)
+    return torch.where(keep, k, torch.zeros_like(k)), torch.where(keep, v, torch.zeros_like(v))
+
+
+class LinformerAttention(MultiHeadAttention):
+    r"""Linformer: keys and values projected along the sequence to ``k`` representative rows.
+
+    .. math::
+        \text{head} = \operatorname{softmax}\!\Big(\frac{Q\,(E K)^\top}{\sqrt{d}}\Big)\,(F V),
+        \qquad E, F \in \mathbb{R}^{k \times N}
+
+    Scores are ``(N, k)``: time and memory :math:`O(N k)`. :math:`E` and :math:`F` are learned,
+    shared by the heads (the paper's "headwise sharing"); with ``k = N`` and :math:`E = F = I`
+    it is exactly full attention. A sequence shorter than ``seq_len`` uses the first columns of
+    :math:`E` and :math:`F` (the same as padding it with zero keys).
+
+    Args:
+        d_model, num_heads, dropout, bias: as in ``MultiHeadAttention``.
+        seq_len: :math:`N`, the longest key sequence (the projections have one column per
+            position).
+        k: number of representative keys (default 64; a ``k >= seq_len`` saves nothing).
+        share_kv: use one matrix for keys and values (:math:`E = F`).
+
+    Masks: key padding (padded keys are zeroed before the projection, so they do not enter the
+    mixtures; the ``k`` mixtures themselves are always attended to). A causal mask raises: every
+    representative key mixes all positions, future ones included.
+    ``need_weights=True`` returns ``None`` (the weights are ``(N, k)``, not ``(N, N)``).
+    Derived in ``07_efficient_attention.ipynb``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        *,
+        seq_len: int,
+        k: int = 64,
+        share_kv: bool = False,
+    ) -> None:
+        super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
+        self.seq_len = check_positive_int(seq_len, "seq_len")
+        self.k = check_positive_int(k, "k")
+        if not isinstance(share_kv, bool):
+            raise TypeError(f"share_kv must be a bool, got {type(share_kv).__name__}")
+        self.key_projection = nn.Parameter(torch.empty(self.k, self.seq_len))  # E: (k, N)
+        nn.init.xavier_normal_(self.key_projection)
+        if share_kv:
+            self.value_projection = self.key_projection  # F = E
+        else:
+            self.value_projection = nn.Parameter(torch.empty(self.k, self.seq_len))  # F: (k, N)
+            nn.init.xavier_normal_(self.value_projection)
+        self.share_kv = share_kv
+
+    def check_inputs(self, query, key, value, mask, need_weights) -> None:
+        super().check_inputs(query, key, value, mask, need_weights)
+        if key.shape[1] > self.seq_len:
+            raise ValueError(
+                f"LinformerAttention was built for seq_len={self.seq_len} (its projections have "
+                f"one column per position), got key of shape {tuple(key.shape)} with "
+                f"{key.shape[1]} positions"
+            )
+
+    def attend(self, q, k, v, mask, need_weights):
+        key_mask, _ = split_mask(
+            mask, q.shape[-2], k.shape[-2], type(self).__name__, allow_causal=False
+        )
+        k, v = _zero_padded_keys(key_mask, k, v)
+        n_k = k.shape[-2]
+        e = self.key_projection[:, :n_k].to(k.dtype)  # (k, n_k)
+        f = self.value_projection[:, :n_k].to(v.dtype)  # (k, n_k)
+        representative_keys = e @ k  # (batch, heads, k, d_head): E K
+        representative_values = f @ v  # (batch, heads, k, d_head): F V
+        dropout_p = self.dropout if self.training else 0.0
+        out, _ = scaled_dot_product_attention(
+            q, representative_keys, representative_values, None, dropout_p
+        )  # (batch, heads, n_q, d_head); the weights are (n_q, k)
+        return out, None
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, seq_len={self.seq_len}, k={self.k}, share_kv={self.share_kv}"
+
+
+class CompressedAttention(MultiHeadAttention):
+    r"""Memory-compressed attention (Liu et al. 2018): keys and values summarised by a strided
+    convolution, one representative per ``stride`` positions.
+
+    .. math::
+        \tilde K = \operatorname{Conv1d}_{\text{kernel}=s,\ \text{stride}=s}(K), \qquad
+        \text{head} = \operatorname{softmax}\!\Big(\frac{Q \tilde K^\top}{\sqrt{d}}\Big)\,\tilde V
+
+    Scores are ``(N, N/s)``. Unlike Linformer it needs no ``seq_len`` (the convolution slides).
+    The convolutions (one for keys, one for values) are shared by the heads. With ``stride=1`` and
+    identity convolutions it is exactly full attention. The keys are zero-padded to a multiple of
+    ``s``.
+
+    Args:
+        d_model, num_heads, dropout, bias: as in ``MultiHeadAttention``.
+        stride: :math:`s`, positions per representative key (default 4).
+
+    Masks: key padding (padded keys are zeroed first; a representative whose window holds no real
+    key is masked). A causal mask raises: a window mixes a position with later ones.
+    ``need_weights=True`` returns ``None``. Derived in ``07_efficient_attention.ipynb``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        *,
+        stride: int = 4,
+    ) -> None:
+        super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
+        self.stride = check_positive_int(stride, "stride")
+        self.key_conv = nn.Conv1d(self.d_head, self.d_head, kernel_size=stride, stride=stride)
+        self.value_conv = nn.Conv1d(self.d_head, self.d_head, kernel_size=stride, stride=stride)
+
+    def _compress(self, conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, heads, n, d)`` -> ``(batch, heads, ceil(n / s), d)``."""
+        batch, heads, n, d = x.shape
+        pad = -n % self.stride
+        x = F.pad(x, (0, 0, 0, pad))  # (batch, heads, n + pad, d)
+        x = x.reshape(batch * heads, n + pad, d).transpose(1, 2)  # (batch * heads, d, n + pad)
+        x = conv(x)  # (batch * heads, d, (n + pad) / s)
+        return x.transpose(1, 2).reshape(batch, heads, -1, d)  # (batch, heads, n_c, d)
+
+    def attend(self, q, k, v, mask, need_weights):
+        key_mask, _ = split_mask(
+            mask, q.shape[-2], k.shape[-2], type(self).__name__, allow_causal=False
+        )
+        n_k = k.shape[-2]
+        if n_k == 0:
+            return q.new_zeros(*q.shape[:-1], v.shape[-1]), None
+        k, v = _zero_padded_keys(key_mask, k, v)
+        compressed_keys = self._compress(self.key_conv, k)  # (batch, heads, n_c, d)
+        compressed_values = self._compress(self.value_conv, v)  # (batch, heads, n_c, d)
+        compressed_mask = None
+        if key_mask is not None:
+            pad = -n_k % self.stride
+            windows = F.pad(key_mask, (0, pad)).unflatten(-1, (-1, self.stride))  # (.., n_c, s)
+            compressed_mask = windows.any(dim=-1)  # (batch | 1, heads | 1, 1, n_c)
+        dropout_p = self.dropout if self.training else 0.0
+        out, _ = scaled_dot_product_attention(
+            q, compressed_keys, compressed_values, compressed_mask, dropout_p
+        )  # (batch, heads, n_q, d_head)
+        return out, None
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, stride={self.stride}"

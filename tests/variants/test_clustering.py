@@ -1,0 +1,190 @@
+"""lectures_lib.variants.clustering: LSH buckets and k-means, attention inside clusters equals
+dense attention under the cluster mask; LSHAttention and RoutingAttention modules."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import pytest
+import torch
+
+from lectures_lib.attention import scaled_dot_product_attention
+from lectures_lib.variants import (
+    LSHAttention,
+    RoutingAttention,
+    cluster_mask,
+    clustered_attention,
+    kmeans,
+    lsh_buckets,
+    nearest_centroid,
+    random_rotations,
+)
+
+from .helpers import (
+    assert_module_equals_dense,
+    assert_module_gradients_equal_dense,
+    largest_tensors,
+    random_qkv,
+    train_through_factory,
+)
+
+
+@pytest.mark.parametrize(("rounds", "n_clusters"), [(1, 1), (1, 3), (2, 4), (3, 2), (4, 5)])
+@pytest.mark.parametrize(("n_q", "n_k"), [(7, 7), (5, 9), (1, 4)])
+@pytest.mark.parametrize("padded", [False, True])
+def test_clustered_attention_equals_dense_under_cluster_mask(rounds, n_clusters, n_q, n_k, padded):
+    generator = torch.Generator().manual_seed(rounds * 100 + n_clusters * 10 + n_q)
+    q, k, v = random_qkv(2, 3, n=n_q, n_k=n_k)
+    query_clusters = torch.randint(0, n_clusters, (2, 3, rounds, n_q), generator=generator)
+    key_clusters = torch.randint(0, n_clusters, (2, 1, rounds, n_k), generator=generator)
+    mask = cluster_mask(query_clusters, key_clusters)  # (2, 3, n_q, n_k)
+    key_mask = None
+    if padded:
+        key_mask = torch.rand(2, 1, n_k, generator=generator) > 0.3
+        mask = mask & key_mask[..., None, :]
+    expected, expected_weights = scaled_dot_product_attention(q, k, v, mask)
+    out, weights = clustered_attention(q, k, v, query_clusters, key_clusters, n_clusters,
+                                       need_weights=True, key_mask=key_mask)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(weights, expected_weights)
+
+
+def test_one_cluster_is_full_attention():
+    q, k, v = random_qkv(2, n=6)
+    zeros = torch.zeros(2, 1, 6, dtype=torch.long)
+    torch.testing.assert_close(clustered_attention(q, k, v, zeros, zeros, 1),
+                               scaled_dot_product_attention(q, k, v)[0])
+
+
+def test_clustered_attention_gradients_equal_dense():
+    q, k, v = random_qkv(2, n=8)
+    generator = torch.Generator().manual_seed(0)
+    qc = torch.randint(0, 3, (2, 2, 8), generator=generator)
+    kc = torch.randint(0, 3, (2, 2, 8), generator=generator)
+    mask = cluster_mask(qc, kc)
+    upstream = torch.randn(2, 8, 5, dtype=torch.float64)
+
+    def grads(attention):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        (attention(*leaves) * upstream).sum().backward()
+        return [t.grad for t in leaves]
+
+    ours = grads(lambda a, b, c: clustered_attention(a, b, c, qc, kc, 3))
+    dense = grads(lambda a, b, c: scaled_dot_product_attention(a, b, c, mask)[0])
+    for name, g_ours, g_dense in zip("qkv", ours, dense):
+        assert torch.isfinite(g_ours).all()
+        torch.testing.assert_close(g_ours, g_dense, msg=f"gradient wrt {name} differs")
+
+
+def test_lsh_buckets_properties():
+    rotations = random_rotations(16, 8, 3, seed=0)
+    assert rotations.shape == (3, 16, 4)
+    x = torch.randn(5, 20, 16)
+    buckets = lsh_buckets(x, rotations)
+    assert buckets.shape == (5, 3, 20) and int(buckets.min()) >= 0 and int(buckets.max()) < 8
+    assert torch.equal(lsh_buckets(3.7 * x, rotations), buckets), "only the direction matters"
+    assert torch.equal((lsh_buckets(-x, rotations) - buckets) % 8, torch.full_like(buckets, 4)), \
+        "the opposite direction lands in the opposite bucket"
+
+
+def test_lsh_collision_rate_follows_one_minus_angle_over_pi():
+    torch.manual_seed(0)
+    d, trials = 8, 4000
+    rotations = torch.randn(trials, 1, d, 1)  # one hyperplane per trial: 2 buckets
+    for angle in (0.3, 1.2, 2.5):
+        x = torch.nn.functional.normalize(torch.randn(d), dim=0)
+        direction = torch.randn(d)
+        direction = torch.nn.functional.normalize(direction - (direction @ x) * x, dim=0)
+        y = math.cos(angle) * x + math.sin(angle) * direction
+        same = (lsh_buckets(x[None, None], rotations) == lsh_buckets(y[None, None], rotations))
+        rate = same.float().mean().item()
+        assert abs(rate - (1 - angle / math.pi)) < 0.03, (angle, rate)
+
+
+def test_kmeans_separates_obvious_clusters():
+    torch.manual_seed(0)
+    centres = torch.eye(4)[:3] * 10  # three directions
+    points = torch.cat([c + 0.3 * torch.randn(30, 4) for c in centres])  # (90, 4)
+    centroids, assignment = kmeans(points, 3, num_iters=10, seed=1)
+    groups = assignment.reshape(3, 30)
+    assert all(len(set(g.tolist())) == 1 for g in groups), "each blob is one cluster"
+    assert len({int(g[0]) for g in groups}) == 3, "three different clusters"
+    assert torch.equal(nearest_centroid(points, centroids), assignment)
+    torch.testing.assert_close(centroids.norm(dim=-1), torch.ones(3))
+
+
+def test_clustered_attention_never_builds_n_by_n_for_balanced_clusters():
+    n, d, clusters = 4096, 8, 16
+    assignment = (torch.arange(n) % clusters)[None, None]  # (1, 1, n): balanced clusters
+
+    def attention(q, k, v):
+        return clustered_attention(q, k, v, assignment, assignment, clusters)
+
+    produced, saved = largest_tensors(attention, n, d)
+    assert max(produced, saved) <= n * n // clusters + n * d, (produced, saved)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LSHAttention(12, 3),
+        lambda: LSHAttention(12, 2, n_buckets=4, n_hashes=3, seed=2),
+        lambda: RoutingAttention(12, 3),
+        lambda: RoutingAttention(12, 2, n_clusters=1),
+    ],
+)
+@pytest.mark.parametrize(("batch", "n"), [(1, 1), (2, 6), (3, 13)])
+def test_modules_equal_dense_attention_under_their_pattern(make, batch, n):
+    torch.manual_seed(n)
+    module = make().double()
+    x = torch.randn(batch, n, module.d_model, dtype=torch.float64)
+    lengths = torch.randint(1, n + 1, (batch,))
+    padding = (torch.arange(n)[None, :] < lengths[:, None])[:, None, None, :]  # (batch, 1, 1, n)
+    for mask in (None, padding, torch.ones(n, n, dtype=torch.bool).tril()):
+        assert_module_equals_dense(module, x, mask)
+    assert_module_gradients_equal_dense(module, x, padding)
+
+
+def test_routing_with_one_cluster_is_full_attention():
+    module = RoutingAttention(8, 2, n_clusters=1).double().eval()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    q, k, _ = module.project(x, x, x)
+    assert bool(module.pattern(q, k).all())
+
+
+def test_routing_centroids_move_only_while_training():
+    module = RoutingAttention(8, 2, n_clusters=3, decay=0.5)
+    x = torch.randn(2, 6, 8)
+    before = module.centroids.clone()
+    module.eval()(x, x, x)
+    assert torch.equal(module.centroids, before), "evaluation must not change the centroids"
+    module.train()(x, x, x)
+    assert not torch.equal(module.centroids, before), "training moves them (mini-batch k-means)"
+    torch.testing.assert_close(module.centroids.norm(dim=-1), torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("factory", [LSHAttention, partial(RoutingAttention, n_clusters=2)])
+def test_modules_train_through_the_factory(factory):
+    first, last, changed = train_through_factory(factory)
+    assert changed, "gradients reach the attention's projections"
+    assert last < 0.5 * first, (first, last)
+
+
+def test_errors_name_argument_and_shapes():
+    q, k, v = random_qkv(2, n=6)
+    clusters = torch.zeros(2, 1, 6, dtype=torch.long)
+    with pytest.raises(ValueError, match="n_buckets must be even"):
+        random_rotations(8, 5)
+    with pytest.raises(ValueError, match=r"query_clusters must lie in \[0, 1\]"):
+        clustered_attention(q, k, v, clusters + 2, clusters, 2)
+    with pytest.raises(ValueError, match=r"key_clusters must have shape \(\.\.\., rounds, 6\)"):
+        clustered_attention(q, k, v, clusters, clusters[..., :5], 2)
+    with pytest.raises(ValueError, match="same number of rounds"):
+        clustered_attention(q, k, v, clusters, torch.zeros(2, 2, 6, dtype=torch.long), 2)
+    with pytest.raises(ValueError, match="same d"):
+        lsh_buckets(q, random_rotations(5, 4))
+    with pytest.raises(ValueError, match="n_buckets must be even"):
+        LSHAttention(8, 2, n_buckets=3)
+    with pytest.raises(ValueError, match="n_clusters must be >= 1"):
+        RoutingAttention(8, 2, n_clusters=0)
