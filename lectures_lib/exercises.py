@@ -9,8 +9,20 @@ way (``make student`` runs this tool). In the student version:
   and the checker below it says "not implemented yet";
 * every region from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` is removed;
 * in a markdown (or raw) cell, a solution region becomes ``YOUR ANSWER HERE``;
-* all outputs and execution counts are cleared, and cells that held a solution get nbgrader's
-  metadata (``solution: true``) so the release also opens in nbgrader.
+* all outputs and execution counts are cleared.
+
+nbgrader metadata is generated, never written by hand (:func:`annotate_notebook`). An exercise
+begins with a markdown cell ``**Exercise N — title (P points).**`` and runs to the next exercise
+or ``## `` heading. In it, a code cell with a solution region is nbgrader's *solution* cell
+(``{notebook}-ex{N}-solution``), a code cell with hidden tests is its locked *autograded test*
+cell worth P points (``{notebook}-ex{N}-test``), and a markdown cell with a solution region is
+a *written answer* graded by hand, worth P points (``{notebook}-ex{N}-answer``). The ids depend
+only on the notebook's name and the exercise's number, so they stay the same across releases.
+``source`` writes the annotated notebooks with their solutions (nbgrader's ``source/`` folder);
+``release`` writes the student versions, annotated too, so ``nbgrader validate`` and
+``autograde`` accept them.
+
+``grade`` grades submissions without nbgrader: see :func:`grade_submission`.
 
 A marker is a line that holds nothing but the marker (surrounding spaces allowed); text that only
 *mentions* a marker is left alone. Regions cannot nest; a region must end in the cell it begins
@@ -45,8 +57,12 @@ __all__ = [
     "Region",
     "find_regions",
     "strip_solutions",
+    "Exercise",
+    "find_exercises",
+    "annotate_notebook",
     "release_notebook",
     "release",
+    "grade_submission",
     "main",
 ]
 
@@ -151,22 +167,131 @@ def strip_solutions(source: str | list[str], cell_type: str = "code") -> str:
     return "".join(kept).rstrip()
 
 
-def _grade_id(name: str, index: int) -> str:
+EXERCISE_HEADER = re.compile(
+    r"^\*\*Exercise\s+(?P<number>\d+)\s*[—–-]+\s*(?P<title>.*?)\s*"
+    r"\((?P<points>\d+(?:\.\d+)?)\s+points?\b[^)]*\)"
+)
+_HEADING = re.compile(r"^##\s", re.MULTILINE)
+
+
+def _safe_id(text: str) -> str:
     """nbgrader's grade_id allows letters, digits, ``_`` and ``-`` only."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}-cell-{index}")
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
+@dataclass
+class Exercise:
+    """One exercise of a notebook: its cells by role (indices into ``nb.cells``) and points."""
+
+    number: int
+    title: str
+    points: float
+    header: int  # the markdown cell that states it
+    solutions: list[int]
+    tests: list[int]  # code cells with hidden tests: graded automatically
+    answers: list[int]  # markdown cells with a solution region: graded by hand
+
+    def grade_id(self, name: str, role: str, position: int = 0) -> str:
+        suffix = "" if position == 0 else f"-{position + 1}"
+        return _safe_id(f"{name}-ex{self.number}-{role}{suffix}")
+
+    @property
+    def manual(self) -> bool:
+        return not self.tests
+
+
+def _source(cell) -> str:
+    return "".join(cell.source) if isinstance(cell.source, list) else cell.source
+
+
+def find_exercises(nb: NotebookNode) -> list[Exercise]:
+    """The exercises of ``nb`` in order (see the module docstring for the convention)."""
+    exercises: list[Exercise] = []
+    current: Exercise | None = None
+    for index, cell in enumerate(nb.cells):
+        source = _source(cell)
+        if cell.cell_type == "markdown":
+            match = EXERCISE_HEADER.match(source.lstrip())
+            if match:
+                current = Exercise(int(match["number"]), match["title"], float(match["points"]),
+                                   index, [], [], [])
+                exercises.append(current)
+            elif _HEADING.search(source):
+                current = None
+        if current is None:
+            continue
+        regions = find_regions(source)
+        kinds = {region.kind for region in regions}
+        if cell.cell_type == "code" and "solution" in kinds:
+            current.solutions.append(index)
+        elif cell.cell_type == "code" and "hidden" in kinds:
+            current.tests.append(index)
+        elif cell.cell_type == "markdown" and "solution" in kinds:
+            current.answers.append(index)
+    return exercises
+
+
+def _metadata(grade_id: str, *, solution: bool, grade: bool, locked: bool,
+              points: float | None = None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
+            "solution": solution, "task": False}
+    if grade:
+        meta["points"] = points
+    return meta
+
+
+def annotate_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
+    """A copy of ``nb`` whose exercise cells carry nbgrader metadata (solutions kept).
+
+    Solution cells, autograded test cells (locked, the exercise's points) and written-answer
+    cells (solution and grade, the exercise's points) get stable ``grade_id``s; a cell with a
+    solution or hidden tests outside any exercise gets ``{name}-cell-{index}`` (1 point for tests).
+    Raises :class:`MarkerError` on bad markers, naming the notebook and the cell.
+    """
+    annotated = copy.deepcopy(nb)
+    for index, cell in enumerate(annotated.cells):
+        try:
+            find_regions(cell.source)
+        except MarkerError as error:
+            raise MarkerError(f"{name}, cell {index} ({cell.cell_type}): {error}") from None
+    roles: dict[int, dict] = {}
+    for exercise in find_exercises(annotated):
+        for position, index in enumerate(exercise.solutions):
+            roles[index] = _metadata(exercise.grade_id(name, "solution", position),
+                                     solution=True, grade=False, locked=False)
+        for position, index in enumerate(exercise.tests):
+            share = exercise.points / len(exercise.tests)
+            roles[index] = _metadata(exercise.grade_id(name, "test", position), solution=False,
+                                     grade=True, locked=True, points=share)
+        for position, index in enumerate(exercise.answers):
+            share = exercise.points / len(exercise.answers)
+            roles[index] = _metadata(exercise.grade_id(name, "answer", position), solution=True,
+                                     grade=True, locked=False, points=share)
+    for index, cell in enumerate(annotated.cells):
+        kinds = {region.kind for region in find_regions(cell.source)}
+        if index in roles:
+            cell.metadata["nbgrader"] = roles[index]
+        elif "solution" in kinds:
+            cell.metadata["nbgrader"] = _metadata(_safe_id(f"{name}-cell-{index}"),
+                                                  solution=True, grade=cell.cell_type != "code",
+                                                  locked=False, points=1)
+        elif "hidden" in kinds and cell.cell_type == "code":
+            cell.metadata["nbgrader"] = _metadata(_safe_id(f"{name}-cell-{index}"),
+                                                  solution=False, grade=True, locked=True,
+                                                  points=1)
+    return annotated
 
 
 def release_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     """The student version of a notebook (a new object; ``nb`` is not changed).
 
     ``name`` (the notebook's file name, e.g. ``01_self_attention``) appears in error messages and
-    in the nbgrader ``grade_id`` of solution cells. Cells keep their order and number, so cell
-    ``i`` of the release is cell ``i`` of the original.
+    in the nbgrader ``grade_id``s (:func:`annotate_notebook`). Cells keep their order and number,
+    so cell ``i`` of the release is cell ``i`` of the original.
     """
-    student = copy.deepcopy(nb)
+    student = annotate_notebook(nb, name)
     for index, cell in enumerate(student.cells):
         try:
-            has_solution = any(r.kind == "solution" for r in find_regions(cell.source))
             cell.source = strip_solutions(cell.source, cell.cell_type)
         except MarkerError as error:
             raise MarkerError(f"{name}, cell {index} ({cell.cell_type}): {error}") from None
@@ -174,20 +299,14 @@ def release_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
             cell.outputs = []
             cell.execution_count = None
         cell.metadata.pop("execution", None)  # nbclient's timing, if it was recorded
-        if has_solution:
-            cell.metadata["nbgrader"] = {
-                "solution": True,
-                "grade": False,
-                "locked": False,
-                "task": False,
-                "grade_id": _grade_id(name, index),
-                "schema_version": 3,
-            }
     return student
 
 
-def release(source: Path, out_dir: Path) -> list[Path]:
+def release(source: Path, out_dir: Path, *, keep_solutions: bool = False) -> list[Path]:
     """Write the student version of ``source`` (a notebook or a folder) into ``out_dir``.
+
+    With ``keep_solutions`` it writes the annotated course version instead (solutions and hidden
+    tests kept, nbgrader metadata added): the notebooks for nbgrader's ``source/`` folder.
 
     Every notebook is converted before anything is written, so a marker error anywhere writes
     nothing. A folder's layout is kept below ``out_dir``. Returns the paths written.
@@ -212,7 +331,10 @@ def release(source: Path, out_dir: Path) -> list[Path]:
         if target.resolve() == path.resolve():
             raise ValueError(f"refusing to overwrite the original {path} with its student version")
         notebook = nbformat.read(path, as_version=4)
-        student = release_notebook(notebook, name=path.stem)
+        if keep_solutions:
+            student = annotate_notebook(notebook, name=path.stem)
+        else:
+            student = release_notebook(notebook, name=path.stem)
         try:
             nbformat.validate(student)
         except nbformat.ValidationError as error:
@@ -225,10 +347,34 @@ def release(source: Path, out_dir: Path) -> list[Path]:
     return [target for target, _ in released]
 
 
+def grade_submission(path, **options):
+    """Grade one submission (see :mod:`lectures_lib.grading`): a report dict."""
+    from .grading import grade_submission as grade
+
+    return grade(path, **options)
+
+
+def _grade_main(args) -> int:
+    from .grading import format_csv, format_table, grade_paths, to_json
+
+    reports, any_folder = grade_paths(args.submissions, timeout=args.timeout)
+    if not reports:
+        print("error: no submissions found", file=sys.stderr)
+        return 1
+    if args.json:
+        for report in reports:
+            print(to_json(report), flush=True)
+    elif any_folder:
+        print(format_csv(reports), end="")
+    else:
+        print("\n\n".join(format_table(report) for report in reports))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lectures_lib.exercises",
-        description="Tools for the course's exercises (nbgrader-style markers).",
+        description="Tools for the course's exercises: release, nbgrader source, grade.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     release_parser = commands.add_parser(
@@ -237,20 +383,54 @@ def main(argv: list[str] | None = None) -> int:
         description=(
             "Write the student version of each notebook: '### BEGIN SOLUTION' ... '### END "
             "SOLUTION' becomes `raise NotImplementedError()` (YOUR ANSWER HERE in markdown), "
-            "'### BEGIN HIDDEN TESTS' ... '### END HIDDEN TESTS' is removed, outputs are cleared."
+            "'### BEGIN HIDDEN TESTS' ... '### END HIDDEN TESTS' is removed, outputs are cleared, "
+            "and the exercise cells get nbgrader metadata."
         ),
     )
     release_parser.add_argument("source", type=Path, help="a notebook, or a folder of notebooks")
     release_parser.add_argument("out_dir", type=Path, help="folder for the student versions")
+    source_parser = commands.add_parser(
+        "source",
+        help="write the notebooks with solutions and nbgrader metadata (nbgrader's source/)",
+        description="Write each notebook with its solutions and hidden tests, and nbgrader "
+        "metadata on every exercise cell: the input of `nbgrader generate_assignment`.",
+    )
+    source_parser.add_argument("source", type=Path, help="a notebook, or a folder of notebooks")
+    source_parser.add_argument("out_dir", type=Path, help="e.g. course/source/ps1")
+    grade_parser = commands.add_parser(
+        "grade",
+        help="grade submitted notebooks against the course's hidden tests",
+        description="Run each submission's exercises in a fresh kernel under a time limit, with "
+        "the course's own test cells (hidden tests included); print a per-exercise table, one "
+        "JSON object per submission (--json), or a CSV gradebook when a folder is given.",
+    )
+    grade_parser.add_argument("submissions", type=Path, nargs="+",
+                              help="submitted notebooks, or folders of them")
+    grade_parser.add_argument("--json", action="store_true",
+                              help="one JSON object per submission, one per line")
+    grade_parser.add_argument("--timeout", type=float, default=300.0,
+                              help="seconds for each submission (default 300)")
+    execute_parser = commands.add_parser("_execute")  # internal: the grade command's child
+    execute_parser.add_argument("notebook", type=Path)
+    execute_parser.add_argument("out", type=Path)
+    execute_parser.add_argument("--timeout", type=float, required=True)
     args = parser.parse_args(argv)
+    if args.command == "grade":
+        return _grade_main(args)
+    if args.command == "_execute":
+        from .grading import _run_in_child
+
+        _run_in_child(args.notebook, args.out, args.timeout)
+        return 0
     try:
-        written = release(args.source, args.out_dir)
+        written = release(args.source, args.out_dir, keep_solutions=args.command == "source")
     except (OSError, ValueError) as error:  # MarkerError is a ValueError
         print(f"error: {error}", file=sys.stderr)
         return 1
     for path in written:
         print(f"wrote {path}")
-    print(f"{len(written)} student notebook(s) written to {args.out_dir}")
+    kind = "annotated source" if args.command == "source" else "student"
+    print(f"{len(written)} {kind} notebook(s) written to {args.out_dir}")
     return 0
 
 

@@ -103,7 +103,8 @@ MERGE_MISTAKES = {
     "transpose_before_reshape": lambda x: x.reshape(x.shape[0], -1, x.shape[2]).transpose(1, 2),
     "heads_mixing_channels": lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1),
     "wrong_shape": lambda x: x.transpose(1, 2),
-    "wrong_return_type": lambda x: None,
+    "wrong_return_type": lambda x: merge_heads(x).tolist(),
+    "returned_none": lambda x: None,  # a forgotten `return`
     "not_implemented": _not_implemented,
 }
 

@@ -174,11 +174,18 @@ def assert_valid_student_version(original, student, name: str) -> None:
             except SyntaxError as error:
                 raise AssertionError(f"{where} is not valid Python: {error}") from None
         grading = after.metadata.get("nbgrader")
+        kinds = {region.kind for region in find_regions(before.source)}
         if index in solution_cells:
             assert grading and grading["solution"] is True, f"{where}: nbgrader metadata missing"
-            assert grading["grade_id"] == f"{name}-cell-{index}"
+            assert re.fullmatch(rf"{name}-(ex\d+-(solution|answer)(-\d+)?|cell-{index})",
+                                grading["grade_id"]), grading
+            if after.cell_type == "markdown":
+                assert grading["grade"] and grading["points"] > 0, f"{where}: a written answer"
             stub = CODE_STUB if after.cell_type == "code" else MARKDOWN_STUB
             assert stub in after.source, f"{where}: the solution was not replaced by {stub!r}"
+        elif "hidden" in kinds:
+            assert grading and grading["grade"] and grading["locked"], f"{where}: a test cell"
+            assert grading["points"] > 0 and not grading["solution"], grading
         else:
             assert grading == before.metadata.get("nbgrader"), f"{where}: metadata changed"
     nbformat.validate(student)
@@ -261,7 +268,10 @@ def test_release_notebook_on_the_synthetic_notebook():
         "solution": True, "grade": False, "locked": False, "task": False,
         "grade_id": "synthetic-cell-5", "schema_version": 3,
     }
-    assert "nbgrader" not in student.cells[6].metadata, "a checker cell is not a solution cell"
+    assert student.cells[6].metadata["nbgrader"] == {
+        "solution": False, "grade": True, "locked": True, "task": False, "points": 1,
+        "grade_id": "synthetic-cell-6", "schema_version": 3,
+    }, "a cell with hidden tests is a locked, graded test cell"
     assert student.cells[9].source == "", "a cell of hidden tests only is emptied, not removed"
 
 

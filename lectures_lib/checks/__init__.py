@@ -5,20 +5,29 @@ never raises because of the student's code, never mutates the student's inputs, 
 something is wrong, names the likely mistake in ``str(result)`` and ``result.mistake``.
 
 Modules: ``attention`` (section 01), ``heads`` (02), ``positional`` (03), ``transformer`` (04),
-``masks`` (05), ``variants`` (06), ``efficient`` (07).
+``masks`` (05), ``variants`` (06), ``efficient`` (07); the graded exercises' checkers
+``additive`` (01), ``padding`` (02), ``relative`` (03), ``norms`` (04), ``decoder`` (05) and
+``trained`` (03-05: trained models on held-out data). Every check takes ``timeout=`` (seconds per
+call) and, for the hidden tests, ``hidden=True``.
 """
 
 from ._base import CheckResult, Mistake
+from .additive import check_additive_attention
 from .attention import *  # noqa: F401,F403
 from .attention import __all__ as _attention_all
+from .decoder import check_beam_step, check_label_smoothing_loss
 from .efficient import *  # noqa: F401,F403
 from .efficient import __all__ as _efficient_all
 from .heads import *  # noqa: F401,F403
 from .heads import __all__ as _heads_all
 from .masks import *  # noqa: F401,F403
 from .masks import __all__ as _masks_all
+from .norms import check_rms_norm
+from .padding import check_padded_self_attention
 from .positional import *  # noqa: F401,F403
 from .positional import __all__ as _positional_all
+from .relative import check_relative_position_attention
+from .trained import check_reverse_translator, check_skip_flip_model, check_sort_tagger
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
 from .variants import *  # noqa: F401,F403
@@ -34,4 +43,13 @@ __all__ = [
     *_masks_all,
     *_variants_all,
     *_efficient_all,
+    "check_additive_attention",
+    "check_padded_self_attention",
+    "check_relative_position_attention",
+    "check_rms_norm",
+    "check_label_smoothing_loss",
+    "check_beam_step",
+    "check_skip_flip_model",
+    "check_sort_tagger",
+    "check_reverse_translator",
 ]

@@ -4,22 +4,57 @@ A checker is written as a plain function ``body(student_fn)`` that probes the st
 through :func:`call` and raises :class:`Mistake` with a code and a learner-readable message at the
 first problem it finds. :func:`checker` turns it into ``check_<name>(student_fn) -> CheckResult``,
 which never raises because of the student's code.
+
+Grading-proof calls. Every call of the student's function through :func:`call` runs under a
+per-call time limit (``timeout`` seconds, :data:`DEFAULT_TIMEOUT` unless the check is called with
+``timeout=``): a ``time.sleep(3600)`` or a ``while True`` loop ends in a "timed out after N s"
+failure, never a hang. In the main thread (a notebook kernel, pytest, the grade command) the limit
+is a ``SIGALRM`` timer that keeps firing every 50 ms until the call gives up, so an ``except
+Exception`` inside the loop cannot swallow it; elsewhere the call runs in a helper thread that is
+abandoned (and sent an asynchronous exception) when time is up. Only code that catches
+``BaseException`` in a loop, or one C call that runs for ever, can outlast it: the grade command's
+per-submission limit (a separate process) is the backstop for those. Whatever the function prints
+is captured (not shown in the notebook); ``result.output`` keeps a short excerpt and the message
+mentions it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import html
+import inspect
+import io
 import os
+import signal
+import threading
 import traceback
 from collections.abc import Callable
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from functools import wraps
 
 import torch
 
-__all__ = ["CheckResult", "Mistake", "checker", "call", "expect_tensor", "NOT_IMPLEMENTED"]
+__all__ = [
+    "CheckResult",
+    "Mistake",
+    "checker",
+    "call",
+    "expect_tensor",
+    "expect_finite",
+    "NOT_IMPLEMENTED",
+    "TIMED_OUT",
+    "DEFAULT_TIMEOUT",
+]
 
 NOT_IMPLEMENTED = "not_implemented"
+TIMED_OUT = "timed_out"
+# Seconds one call of the student's function may take. Every exercise's reference runs in well
+# under 0.1 s; the limit only has to stop a loop or a sleep, and leave room for a slow machine.
+# The grade command sets LECTURES_CHECK_TIMEOUT for the kernel it starts.
+DEFAULT_TIMEOUT = float(os.environ.get("LECTURES_CHECK_TIMEOUT", "10"))
+# How much of what the student's function printed is kept in ``result.output``.
+OUTPUT_EXCERPT = 160
 
 
 @dataclass(frozen=True)
@@ -35,6 +70,7 @@ class CheckResult:
     passed: bool
     message: str
     mistake: str | None = None
+    output: str = ""  # a short excerpt of what the student's function printed (captured)
 
     def __str__(self) -> str:
         status = "PASSED" if self.passed else "FAILED"
@@ -115,25 +151,151 @@ def _student_frame(error: BaseException) -> traceback.FrameSummary:
     return frames[-1]
 
 
-def call(student_fn: Callable, *args, **kwargs):
-    """Call the student's function on *copies* of the arguments.
+class _TimedOut(BaseException):
+    """Raised inside the student's code when its time is up (not an Exception: harder to catch)."""
 
-    Raises :class:`Mistake` when it is not implemented yet, raises any other exception, or
-    modifies its inputs in place. The caller's tensors are never touched.
+
+class _Run:
+    """What the current check has seen: its time limit and the output captured so far."""
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.timeout = timeout
+        self.printed = _Capture()
+        self.capture = True  # False while a training function runs: its progress bar shows
+
+
+class _Capture(io.TextIOBase):
+    """A write-only text stream that keeps the first characters and counts the rest."""
+
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+        self.size = 0
+        self.total = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text) -> int:
+        text = str(text)
+        self.total += len(text)
+        if self.size < 4 * OUTPUT_EXCERPT:
+            self.kept.append(text[: 4 * OUTPUT_EXCERPT - self.size])
+            self.size += len(self.kept[-1])
+        return len(text)
+
+    def excerpt(self) -> str:
+        text = "".join(self.kept).strip()
+        if len(text) > OUTPUT_EXCERPT or self.total > self.size:
+            text = text[:OUTPUT_EXCERPT].rstrip() + " ..."
+        return text
+
+
+_current = threading.local()
+
+
+def _run() -> _Run:
+    run = getattr(_current, "run", None)
+    if run is None:  # `call` used outside a check (tests, notebooks): the defaults
+        run = _current.run = _Run()
+    return run
+
+
+def _async_raise(thread: threading.Thread, exception: type[BaseException]) -> None:
+    """Ask ``thread`` to raise ``exception`` at its next bytecode (ends a Python loop)."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(exception)
+        )
+
+
+def _limited_in_thread(function: Callable, seconds: float):
+    """Run ``function()`` in a daemon thread; raise :class:`_TimedOut` if it outlasts ``seconds``."""
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # handed over to the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, name="student-function", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        _async_raise(worker, _TimedOut)  # stops a Python loop; a sleep ends on its own
+        raise _TimedOut()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+@contextmanager
+def _alarm(seconds: float):
+    """Raise :class:`_TimedOut` in this (main) thread after ``seconds``, then every 50 ms."""
+    state = {"armed": True}
+
+    def on_alarm(signum, frame):
+        if state["armed"]:
+            raise _TimedOut()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+    try:
+        yield
+    finally:
+        state["armed"] = False  # first: an alarm that fires now is ignored
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _call_limited(function: Callable, seconds: float):
+    """``function()`` with a time limit, printing into the current check's capture."""
+    run = _run()
+    if not run.capture:
+        return _limited(function, seconds)
+    with redirect_stdout(run.printed), redirect_stderr(run.printed):
+        return _limited(function, seconds)
+
+
+def _limited(function: Callable, seconds: float):
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        with _alarm(seconds):
+            return function()
+    return _limited_in_thread(function, seconds)
+
+
+def call(student_fn: Callable, *args, **kwargs):
+    """Call the student's function on *copies* of the arguments, with a time limit.
+
+    Raises :class:`Mistake` when it is not implemented yet, raises any other exception, runs
+    longer than the check's time limit (``timed_out``), returns ``None`` (``returned_none``: a
+    forgotten ``return``), or modifies its inputs in place. The caller's tensors are never touched.
     """
     originals = (_clone(args), _clone(kwargs))
     given = (_clone(args), _clone(kwargs))
+    seconds = _run().timeout
     try:
-        result = student_fn(*given[0], **given[1])
+        result = _call_limited(lambda: student_fn(*given[0], **given[1]), seconds)
+    except _TimedOut:
+        raise Mistake(
+            TIMED_OUT,
+            f"timed out after {seconds:g} s: your function did not return within {seconds:g} s "
+            + ("when called with " + ", ".join(_describe(a) for a in args) if args else
+               "when called") + ". Look for an endless loop (a `while` whose condition never changes), a "
+            "`time.sleep`, or far more work than the inputs need.",
+        ) from None
     except NotImplementedError:
         raise Mistake(
             NOT_IMPLEMENTED,
             "not implemented yet: replace `raise NotImplementedError` with your code and run the "
             "cell again.",
         ) from None
-    # The student's code crashed: report it, never re-raise. SystemExit too (`exit()`,
-    # `sys.exit()` in a function must not end the checker); KeyboardInterrupt still stops it.
-    except (Exception, SystemExit) as error:
+    # The student's code crashed: report it, never re-raise. SystemExit and any other
+    # BaseException too (`exit()` in a function must not end the checker); only
+    # KeyboardInterrupt (the user, or a grader's interrupt) still stops it.
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
         where = _student_frame(error)
         raise Mistake(
             "raised",
@@ -149,6 +311,13 @@ def call(student_fn: Callable, *args, **kwargs):
             "`x.masked_fill_(...)`, `x[...] = ...`). Compute new tensors instead: callers "
             "still need their inputs.",
         )
+    if result is None:
+        raise Mistake(
+            "returned_none",
+            "your function returned None: forgot `return`? (A function without a `return` "
+            "statement, or one that only prints its result, returns None.) It was called with "
+            + ", ".join(_describe(a) for a in args) + ".",
+        )
     return result
 
 
@@ -158,8 +327,33 @@ def _describe(value) -> str:
     return repr(value)
 
 
+def expect_finite(value: torch.Tensor, what: str) -> torch.Tensor:
+    """Raise :class:`Mistake` (``nan`` or ``not_finite``) when ``value`` holds NaN or inf."""
+    if value.is_floating_point() or value.is_complex():
+        if bool(torch.isnan(value).any()):
+            count = int(torch.isnan(value).sum())
+            raise Mistake(
+                "nan",
+                f"{what} contains NaN ({count} of {value.numel()} entries): look for 0 / 0, "
+                "sqrt or log of a negative number or 0, or -inf - (-inf) (a row whose every "
+                "score was masked with -inf).",
+            )
+        if not bool(torch.isfinite(value).all()):
+            raise Mistake(
+                "not_finite",
+                f"{what} contains inf: look for a division by zero or exp of a large number.",
+            )
+    return value
+
+
 def expect_tensor(value, what: str, shape: tuple[int, ...] | None = None, dtype=None) -> torch.Tensor:
     """Raise :class:`Mistake` unless ``value`` is a tensor (of ``shape``/``dtype`` when given)."""
+    if value is None:
+        raise Mistake(
+            "returned_none",
+            f"{what} is None: forgot `return`? (A function that only prints its result, or "
+            "computes it without `return`, returns None.)",
+        )
     if not isinstance(value, torch.Tensor):
         raise Mistake(
             "wrong_return_type",
@@ -176,12 +370,32 @@ def expect_tensor(value, what: str, shape: tuple[int, ...] | None = None, dtype=
     return value
 
 
-def checker(name: str) -> Callable[[Callable[[Callable], str | None]], Callable[[Callable], CheckResult]]:
-    """Decorator: ``body(student_fn) -> success message`` becomes ``check(student_fn) -> CheckResult``."""
+def _with_output(result: CheckResult, capture: _Capture) -> CheckResult:
+    """``result`` with the excerpt of what the student's function printed, if anything."""
+    excerpt = capture.excerpt()
+    if not excerpt:
+        return result
+    message = (
+        f"{result.message}\n(Your function printed {capture.total} characters; they are not "
+        f"shown while checking. They began: {excerpt!r})"
+    )
+    return CheckResult(result.name, result.passed, message, result.mistake, excerpt)
 
-    def decorate(body: Callable[[Callable], str | None]) -> Callable[[Callable], CheckResult]:
+
+def checker(name: str) -> Callable[[Callable[..., str | None]], Callable[..., CheckResult]]:
+    """Decorator: ``body(student_fn) -> success message`` becomes ``check(student_fn) -> CheckResult``.
+
+    The check takes keyword options: ``timeout`` (seconds per call of the student's function,
+    :data:`DEFAULT_TIMEOUT` by default) and, for the bodies that accept them, ``hidden=True``
+    (the hidden tests' extra probes: other shapes, seeds and dtypes than the student saw).
+    """
+
+    def decorate(body: Callable[..., str | None]) -> Callable[..., CheckResult]:
+        accepts_hidden = "hidden" in inspect.signature(body).parameters
+
         @wraps(body)
-        def check(student_fn: Callable) -> CheckResult:
+        def check(student_fn: Callable, *, timeout: float | None = None,
+                  hidden: bool = False) -> CheckResult:
             if not callable(student_fn):
                 return CheckResult(
                     name, False,
@@ -189,20 +403,28 @@ def checker(name: str) -> Callable[[Callable[[Callable], str | None]], Callable[
                     f"{type(student_fn).__name__}. Pass the function, do not call it.",
                     "not_callable",
                 )
+            outer = getattr(_current, "run", None)
+            run = _current.run = _Run(DEFAULT_TIMEOUT if timeout is None else float(timeout))
             try:
                 with torch.random.fork_rng(devices=[]):  # checks never change the caller's RNG
                     torch.manual_seed(1234)
-                    message = body(student_fn)
+                    message = body(student_fn, hidden=hidden) if accepts_hidden else body(
+                        student_fn
+                    )
             except Mistake as mistake:
-                return CheckResult(name, False, str(mistake), mistake.code)
+                result = CheckResult(name, False, str(mistake), mistake.code)
             except Exception as error:  # a bug in the checker must not look like the student's
-                return CheckResult(
+                result = CheckResult(
                     name, False,
                     f"the checker could not finish ({type(error).__name__}: {error}); "
                     "this is probably a bug in the checker, please report it.",
                     "checker_error",
                 )
-            return CheckResult(name, True, message or "all checks passed.")
+            else:
+                result = CheckResult(name, True, message or "all checks passed.")
+            finally:
+                _current.run = outer
+            return _with_output(result, run.printed)
 
         return check
 

@@ -40,6 +40,8 @@ __all__ = ["check_scaled_dot_product_attention"]
 
 MISTAKE_CODES: dict[str, str] = {
     "not_implemented": "the function still raises NotImplementedError",
+    "timed_out": "the function did not return within the time limit (a loop, a sleep)",
+    "returned_none": "the function returned None (a forgotten `return`)",
     "not_callable": "something other than a function was passed to the checker",
     "raised": "the function crashed on one of the probes",
     "modified_input": "an input tensor was changed in place",
@@ -508,17 +510,28 @@ def _run_probe(student_fn: Callable, probe: _Probe) -> None:
         if mistake.code == NOT_IMPLEMENTED:
             raise
         message = str(mistake).rstrip(".") + f". Seen on {probe.describe()}."
-        if mistake.code == "raised" and probe.mask is not None:
-            message += (
-                " The mask broadcasts to (..., n_q, n_k): use `scores.masked_fill(~mask, ...)` "
-                "or `torch.where`, not boolean indexing."
-            )
-        elif mistake.code == "raised":
-            message += (
-                " Inputs may have any number of leading batch dimensions, none included "
-                "(q is (..., n_q, d_k)): use `k.transpose(-2, -1)` and `@`, or einsum with '...'."
-            )
+        if mistake.code == "raised":
+            message += _raised_hint(str(mistake), probe)
         raise Mistake(mistake.code, message) from None
+
+
+def _raised_hint(error: str, probe: _Probe) -> str:
+    """A hint for a crash that fits the error, not one that blames transposes for everything."""
+    shape_error = any(word in error for word in ("size", "shape", "dimension", "Dimension",
+                                                  "mat1", "broadcast"))
+    if not shape_error:
+        return ""  # a NameError, TypeError, ...: the error itself says what to fix
+    if probe.mask is not None and "mask" in error.lower() or probe.mask is not None and (
+        "index" in error.lower()
+    ):
+        return (" The mask broadcasts to (..., n_q, n_k): use `scores.masked_fill(~mask, ...)` "
+                "or `torch.where`, not boolean indexing.")
+    if probe.q.dim() > 2:
+        return (" This probe has leading batch dimensions (q is (..., n_q, d_k)): transpose "
+                "only the last two dimensions, `k.transpose(-2, -1)` (`.T` or `.t()` reverse "
+                "them all), or use einsum with '...'.")
+    return (" Shapes here: q (n_q, d_k) and k (n_k, d_k) give scores q @ k^T of shape (n_q, "
+            "n_k); v (n_k, d_v).")
 
 
 @checker("scaled_dot_product_attention")

@@ -41,6 +41,8 @@ __all__ = ["check_split_heads", "check_merge_heads", "check_multi_head_attention
 
 MISTAKE_CODES: dict[str, str] = {
     "not_implemented": "the function still raises NotImplementedError",
+    "timed_out": "the function did not return within the time limit (a loop, a sleep)",
+    "returned_none": "the function returned None (a forgotten `return`)",
     "not_callable": "something other than a function was passed to the checker",
     "raised": "the function crashed on one of the probes",
     "modified_input": "an input tensor was changed in place",

@@ -39,6 +39,8 @@ __all__ = ["check_sinusoidal_encoding"]
 
 MISTAKE_CODES: dict[str, str] = {
     "not_implemented": "the function still raises NotImplementedError",
+    "timed_out": "the function did not return within the time limit (a loop, a sleep)",
+    "returned_none": "the function returned None (a forgotten `return`)",
     "not_callable": "something other than a function was passed to the checker",
     "raised": "the function crashed on one of the (even d_model) probes",
     "not_a_tensor": "returned a NumPy array, list or other non-tensor",

@@ -74,6 +74,16 @@ def _layer_norm_mistakes(x, gamma, beta, eps):
             "the eps you are given.",
             gamma * _normalise(x, (-1,), 0.0) + beta,
         ),
+    ]
+    for used in (1e-5, 1e-6, 1e-12):
+        if used != eps:
+            mistakes.append((
+                "eps_hard_coded",
+                f"this probe passed eps={eps:g}, but your result matches eps={used:g}: use the "
+                "`eps` argument, not a constant.",
+                gamma * _normalise(x, (-1,), used) + beta,
+            ))
+    mistakes += [
         (
             "no_affine",
             "gamma and beta are not applied: return gamma * normalised + beta.",
@@ -110,8 +120,12 @@ def _probe_layer_norm(student_fn, x, gamma, beta, eps, pass_eps=True):
     expected = layer_norm(x, gamma, beta, eps)
     if _close(out, expected):
         return
+    if torch.isnan(out).any():
+        raise Mistake("nan", f"your result contains NaN (eps={eps:g} in this probe): look for "
+                      "0 / 0 or the square root of a negative number; the variance must be "
+                      "computed from squares, and eps added inside the root.")
     if not torch.isfinite(out).all():
-        raise Mistake("not_finite", "your result contains NaN or inf; check the division.")
+        raise Mistake("not_finite", "your result contains inf: check the division.")
     for code, message, wrong in _layer_norm_mistakes(x, gamma, beta, eps):
         if _close(out, wrong):
             raise Mistake(code, message)

@@ -1,0 +1,158 @@
+"""A small engine for checkers that compare the student's function with a reference.
+
+A checker built on it lists its *probes* (arguments to call the function with), its reference and
+a *catalogue* of classic mistakes, each a wrong version of the function. On a probe where the
+student's answer differs from the reference, the engine first rules out NaN and randomness
+(dropout left on), then recomputes every wrong version on that probe and names the mistake whose
+answer matches. Used by the exercises of sections 01-05 (``additive``, ``padding``,
+``relative``, ``norms``, ``decoder``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from ._base import NOT_IMPLEMENTED, TIMED_OUT, Mistake, call, expect_finite, expect_tensor
+
+__all__ = ["Probe", "Wrong", "compare", "describe_args"]
+
+_TOLERANCES = {torch.float64: (1e-8, 1e-10), torch.float32: (1e-4, 1e-5)}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One call of the student's function: ``args``/``kwargs`` and a title for messages."""
+
+    title: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"{self.title} ({describe_args(self.args, self.kwargs)})"
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A classic mistake: its code, the message naming it, and the wrong version itself."""
+
+    code: str
+    message: str
+    function: Callable
+
+
+def describe_args(args: Sequence, kwargs: dict | None = None) -> str:
+    def one(value) -> str:
+        if isinstance(value, torch.Tensor):
+            kind = str(value.dtype).replace("torch.", "")
+            return f"{kind} {tuple(value.shape)}"
+        if callable(value):
+            return getattr(value, "__name__", type(value).__name__)
+        return repr(value)
+
+    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
+    return ", ".join(parts)
+
+
+def _as_tuple(value) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
+        return False
+    if not (a.is_floating_point() or b.is_floating_point()):
+        return bool(torch.equal(a.cpu(), b.to(a.dtype).cpu()))
+    coarse = torch.float64 if torch.float64 in (a.dtype, b.dtype) and a.dtype == b.dtype else None
+    rtol, atol = _TOLERANCES[coarse or torch.float32]
+    return bool(torch.allclose(a.double().cpu(), b.double().cpu(), rtol=rtol, atol=atol,
+                               equal_nan=False))
+
+
+def _all_close(got: tuple, expected: tuple) -> bool:
+    return len(got) == len(expected) and all(_close(g, e) for g, e in zip(got, expected))
+
+
+def compare(
+    student_fn: Callable,
+    probes: Sequence[Probe],
+    reference: Callable,
+    catalogue: Callable[[Probe], list[Wrong]],
+    names: Sequence[str],
+    hint: str,
+) -> None:
+    """Raise :class:`Mistake` at the first probe where ``student_fn`` differs from ``reference``.
+
+    ``names`` names the returned values (``("out", "weights")``; one name for a single tensor).
+    ``reference(*args, **kwargs)`` returns the same number of tensors. ``hint`` closes the
+    message of a difference the catalogue does not recognise.
+    """
+    for probe in probes:
+        try:
+            _compare_one(student_fn, probe, reference, catalogue, names, hint)
+        except Mistake as mistake:
+            if mistake.code in (NOT_IMPLEMENTED,):
+                raise
+            if mistake.code == TIMED_OUT:
+                raise Mistake(mistake.code, f"{mistake} Seen on {probe.describe()}.") from None
+            raise Mistake(
+                mistake.code, str(mistake).rstrip(".") + f". Seen on {probe.describe()}."
+            ) from None
+
+
+def _unpack(result, names: Sequence[str], expected: tuple) -> tuple:
+    got = _as_tuple(result) if len(names) > 1 else (result,)
+    if len(names) > 1 and (not isinstance(result, tuple | list) or len(got) != len(names)):
+        raise Mistake(
+            "wrong_return_type",
+            f"return {len(names)} values, ({', '.join(names)}); your function returned "
+            f"{type(result).__name__}" + (f" of length {len(got)}" if isinstance(result, tuple | list) else ""),
+        )
+    for name, value, reference in zip(names, got, expected):
+        expect_tensor(value, name)
+        if tuple(value.shape) != tuple(reference.shape):
+            raise Mistake(
+                "wrong_shape",
+                f"{name} should have shape {tuple(reference.shape)}, got {tuple(value.shape)}",
+            )
+        if reference.dtype == torch.bool and value.dtype != torch.bool:
+            raise Mistake(
+                "wrong_dtype",
+                f"{name} should be a torch.bool tensor (True = may attend), got {value.dtype}",
+            )
+        if reference.is_floating_point() and not value.is_floating_point():
+            raise Mistake(
+                "wrong_dtype", f"{name} should be floating-point, got {value.dtype}"
+            )
+        expect_finite(value, name)
+    return tuple(got)
+
+
+def _compare_one(student_fn, probe, reference, catalogue, names, hint) -> None:
+    expected = _as_tuple(reference(*probe.args, **probe.kwargs))
+    got = _unpack(call(student_fn, *probe.args, **probe.kwargs), names, expected)
+    if _all_close(got, expected):
+        return
+    again = _as_tuple(call(student_fn, *probe.args, **probe.kwargs))
+    if not _all_close(tuple(again)[: len(got)], got):
+        raise Mistake(
+            "nondeterministic",
+            "two calls with the same inputs gave different results: your function is random. "
+            "Dropout left on? (`F.dropout(x, p)` drops by default, `training=True`; an "
+            "`nn.Dropout` module drops until `.eval()`.) The answer must not depend on chance",
+        )
+    for wrong in catalogue(probe):
+        try:
+            predicted = _as_tuple(wrong.function(*probe.args, **probe.kwargs))
+        except Exception:  # a mistake that cannot even run on this probe is not the one
+            continue
+        if _all_close(got, predicted):
+            raise Mistake(wrong.code, wrong.message)
+    diffs = [
+        f"{name}: max abs diff {float((g.double() - e.double()).abs().max()):.3g}"
+        for name, g, e in zip(names, got, expected)
+        if not _close(g, e)
+    ]
+    raise Mistake("wrong_values", f"differs from the reference ({'; '.join(diffs)}). {hint}")

@@ -1,0 +1,240 @@
+"""Checkers for the training exercises: a trained model must reach a stated accuracy on held-out
+data the student never saw (drawn here with a seed of the checker's own).
+
+* ``check_skip_flip_model(model)`` (section 03): ``model(tokens (batch, seq)) -> logits (batch,
+  seq, 2)`` on the *skip-flip* task of :func:`make_skip_flip_task`; needs >= 95 % accuracy.
+* ``check_sort_tagger(model)`` (section 04): ``model(tokens (batch, 6)) -> logits (batch, 6,
+  8)``, token ``i`` of the output = the ``i``-th smallest input token; needs >= 90 %.
+* ``check_reverse_translator(model)`` (section 05): a seq2seq model (``encode``/``decode``, as
+  :class:`~lectures_lib.models.Transformer`), decoded greedily here, or a function
+  ``translate(src (batch, 5)) -> tokens (batch, >= 5)``; the source reversed (what follows the
+  first 5 tokens is not checked); needs >= 90 % of sequences exactly right.
+
+Each check takes the student's *training function* (no arguments, returns the trained model or
+``translate`` function; it may also be given the trained model itself). The training function is
+called once, with a time limit of :data:`TRAIN_TIMEOUT` seconds, and its result is kept: the
+hidden tests evaluate the same trained model on other held-out data without training again.
+The data helpers are public: the notebooks train on them (other seeds than the checkers').
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import weakref
+from contextlib import redirect_stderr
+from typing import NamedTuple
+
+import torch
+
+from ._base import Mistake, _run, call, checker, expect_finite, expect_tensor
+
+__all__ = [
+    "SKIP_FLIP_PAD_ID",
+    "SKIP_FLIP_IGNORE_INDEX",
+    "make_skip_flip_task",
+    "SORT_SEQ_LEN",
+    "SORT_VOCAB_SIZE",
+    "make_sort_data",
+    "REVERSE_LEN",
+    "REVERSE_VOCAB_SIZE",
+    "REVERSE_PAD_ID",
+    "REVERSE_BOS_ID",
+    "REVERSE_EOS_ID",
+    "ReversePairs",
+    "make_reverse_pairs",
+    "check_skip_flip_model",
+    "check_sort_tagger",
+    "check_reverse_translator",
+    "trained",
+]
+
+SKIP_FLIP_PAD_ID, SKIP_FLIP_IGNORE_INDEX = 2, -100
+# Seconds a training function may take (the notebooks' take a few seconds on a 2-core CPU).
+TRAIN_TIMEOUT = float(os.environ.get("LECTURES_TRAIN_TIMEOUT", "120"))
+_TRAINED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trained(train_fn):
+    """What ``train_fn()`` returned when a check trained it (trained now if no check did yet).
+
+    Lets a notebook reuse the model an exercise's check trained, without training it again."""
+    try:
+        return _TRAINED[train_fn]
+    except (KeyError, TypeError):
+        result = train_fn()
+    try:
+        _TRAINED[train_fn] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _trained(given, what: str):
+    """The trained model: ``given`` itself, or what the training function ``given()`` returns."""
+    if isinstance(given, torch.nn.Module):
+        return given
+    try:
+        parameters = inspect.signature(given).parameters.values()
+        trainer = not any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
+                          p.POSITIONAL_OR_KEYWORD) for p in parameters)
+    except (TypeError, ValueError):
+        trainer = False
+    if not trainer:
+        return given  # a model-like function of the tokens
+    try:
+        return _TRAINED[given]
+    except (KeyError, TypeError):
+        pass
+    run = _run()
+    limit, run.timeout = run.timeout, TRAIN_TIMEOUT
+    run.capture = False  # training shows its progress bar as usual, but on stdout: nbgrader
+    try:  # scores a test cell that wrote to stderr 0 points
+        with redirect_stderr(sys.stdout):
+            model = call(given)
+    finally:
+        run.timeout, run.capture = limit, True
+    if not callable(model):
+        raise Mistake("wrong_return_type", f"your training function should return {what}, "
+                      f"got {type(model).__name__}.")
+    try:
+        _TRAINED[given] = model
+    except TypeError:
+        pass
+    return model
+_HELD_OUT_SEED = 90210  # never used by a notebook
+
+
+def make_skip_flip_task(n_sequences: int, min_len: int = 8, max_len: int = 16, *, seed: int = 0):
+    """``(tokens, labels)``: random bits then padding (``SKIP_FLIP_PAD_ID``); ``labels[b, i] =
+    1`` when bit ``i`` differs from bit ``i - 2`` (two to the left), else 0;
+    ``SKIP_FLIP_IGNORE_INDEX`` on the first two tokens and on padding. Deterministic in ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(min_len, max_len + 1, (n_sequences,), generator=generator)
+    real = torch.arange(max_len)[None, :] < lengths[:, None]  # (n, max_len)
+    bits = torch.randint(0, 2, (n_sequences, max_len), generator=generator)
+    tokens = bits.masked_fill(~real, SKIP_FLIP_PAD_ID)
+    labels = torch.full_like(tokens, SKIP_FLIP_IGNORE_INDEX)
+    labels[:, 2:] = (bits[:, 2:] != bits[:, :-2]).long().masked_fill(~real[:, 2:],
+                                                                      SKIP_FLIP_IGNORE_INDEX)
+    return tokens, labels
+
+
+SORT_SEQ_LEN, SORT_VOCAB_SIZE = 6, 8
+
+
+def make_sort_data(n_examples: int, *, seed: int = 0):
+    """``(tokens, targets)`` int64 ``(n, SORT_SEQ_LEN)``: tokens in ``1 .. SORT_VOCAB_SIZE-1``,
+    targets the tokens sorted ascending. Deterministic in ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(1, SORT_VOCAB_SIZE, (n_examples, SORT_SEQ_LEN), generator=generator)
+    return tokens, tokens.sort(dim=-1).values
+
+
+REVERSE_LEN, REVERSE_VOCAB_SIZE = 5, 10
+REVERSE_PAD_ID, REVERSE_BOS_ID, REVERSE_EOS_ID = 0, 1, 2
+
+
+class ReversePairs(NamedTuple):
+    """``src (n, REVERSE_LEN)`` in ``3 .. REVERSE_VOCAB_SIZE-1``; ``tgt_in = [BOS] + reversed``
+    and ``tgt_out = reversed + [EOS]``, both ``(n, REVERSE_LEN + 1)``."""
+
+    src: torch.Tensor
+    tgt_in: torch.Tensor
+    tgt_out: torch.Tensor
+
+
+def make_reverse_pairs(n_examples: int, *, seed: int = 0) -> ReversePairs:
+    """Source sequences and their reversal, for a seq2seq model. Deterministic in ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    src = torch.randint(3, REVERSE_VOCAB_SIZE, (n_examples, REVERSE_LEN), generator=generator)
+    reversed_src = src.flip(-1)
+    bos = torch.full((n_examples, 1), REVERSE_BOS_ID)
+    eos = torch.full((n_examples, 1), REVERSE_EOS_ID)
+    return ReversePairs(src, torch.cat([bos, reversed_src], 1), torch.cat([reversed_src, eos], 1))
+
+
+def _logits(model, tokens, classes: int, what: str) -> torch.Tensor:
+    with torch.no_grad():
+        logits = call(model, tokens)
+    if isinstance(logits, tuple | list) and logits and isinstance(logits[0], torch.Tensor):
+        logits = logits[0]  # a model that also returns its attention weights
+    expect_tensor(logits, what, shape=(*tokens.shape, classes))
+    return expect_finite(logits.detach().float().cpu(), what)
+
+
+def _verdict(accuracy: float, needed: float, chance: float, unit: str, advice: str) -> None:
+    if accuracy >= needed:
+        return
+    if accuracy <= chance + 0.05:
+        raise Mistake(
+            "at_chance",
+            f"held-out {unit} {accuracy:.3f}, about chance ({chance:.2f}); needed {needed:.2f}. "
+            f"Was the model trained (and is this the trained one)? {advice}",
+        )
+    raise Mistake(
+        "below_target",
+        f"held-out {unit} {accuracy:.3f}, needed {needed:.2f}: train longer (more epochs), with a "
+        f"larger learning rate, or a slightly larger model. {advice}",
+    )
+
+
+@checker("skip_flip_model")
+def check_skip_flip_model(model, hidden: bool = False) -> str:
+    """Held-out accuracy of ``model`` on the skip-flip task, lengths 8-16 (>= 0.95 needed)."""
+    model = _trained(model, "the trained model")
+    tokens, labels = make_skip_flip_task(400, 8, 16, seed=_HELD_OUT_SEED + hidden)
+    logits = _logits(model, tokens, 2, "the model's logits for tokens (400, 16)")
+    scored = labels != SKIP_FLIP_IGNORE_INDEX
+    accuracy = float((logits.argmax(-1) == labels)[scored].float().mean())
+    _verdict(accuracy, 0.95, 0.5, "accuracy",
+             "The label of token i depends on token i - 2: the model needs positions (a "
+             "relative bias, rotary or a positional encoding) and must ignore padding keys.")
+    return f"held-out accuracy {accuracy:.3f} >= 0.95 on 400 unseen sequences."
+
+
+@checker("sort_tagger")
+def check_sort_tagger(model, hidden: bool = False) -> str:
+    """Held-out per-token accuracy of ``model`` on sorting 6 tokens (>= 0.90 needed)."""
+    model = _trained(model, "the trained model")
+    tokens, targets = make_sort_data(500, seed=_HELD_OUT_SEED + hidden)
+    logits = _logits(model, tokens, SORT_VOCAB_SIZE,
+                     f"the model's logits for tokens (500, {SORT_SEQ_LEN})")
+    accuracy = float((logits.argmax(-1) == targets).float().mean())
+    _verdict(accuracy, 0.90, 0.3, "per-token accuracy",
+             "Output i is the i-th smallest input token: every position must see all tokens.")
+    return f"held-out per-token accuracy {accuracy:.3f} >= 0.90 on 500 unseen sequences."
+
+
+@checker("reverse_translator")
+def check_reverse_translator(translate, hidden: bool = False) -> str:
+    """Held-out exact match of ``translate(src)`` against the reversed source (>= 0.90 needed)."""
+    translate = _trained(translate, "the trained model")
+    pairs = make_reverse_pairs(300, seed=_HELD_OUT_SEED + hidden)
+    if hasattr(translate, "encode") and hasattr(translate, "decode"):
+        from ..decoding import greedy_decode
+
+        model = translate
+
+        def translate(src):
+            return greedy_decode(model, src, REVERSE_LEN + 1, REVERSE_BOS_ID, REVERSE_EOS_ID,
+                                 REVERSE_PAD_ID)
+    with torch.no_grad():
+        out = call(translate, pairs.src)
+    expect_tensor(out, "translate(src)'s result")
+    if out.dim() != 2 or out.shape[0] != pairs.src.shape[0] or out.shape[1] < REVERSE_LEN:
+        raise Mistake(
+            "wrong_shape",
+            f"translate(src) with src of shape {tuple(pairs.src.shape)} should return the "
+            f"decoded tokens, shape (300, >= {REVERSE_LEN}) (BEGIN not included), got "
+            f"{tuple(out.shape)}",
+        )
+    exact = float((out[:, :REVERSE_LEN].cpu() == pairs.tgt_out[:, :REVERSE_LEN]).all(-1)
+                  .float().mean())
+    if out.shape[1] > REVERSE_LEN and bool((out[:, 0] == REVERSE_BOS_ID).all()):
+        raise Mistake("bos_included", "the decoded tokens start with BEGIN: drop column 0 "
+                      "(the prefix you started from).")
+    _verdict(exact, 0.90, 0.0, "exact-match rate",
+             "Train with teacher forcing (tgt_in -> tgt_out), decode greedily from BEGIN.")
+    return f"held-out exact match {exact:.3f} >= 0.90 on 300 unseen sequences."
