@@ -24,7 +24,7 @@ help:
 	@echo "make notebooks    re-execute every notebook in place (refresh the stored outputs)"
 	@echo "make student      write student versions (solutions stripped) to student/"
 	@echo "make site         static HTML of the executed notebooks in build/site/"
-	@echo "make bench        attention and training speed benchmarks (not part of the tests)"
+	@echo "make bench        attention, training and decoding speed benchmarks (not part of the tests)"
 	@echo "options: TORCH=cpu (CPU-only torch on Linux), WORKERS=N, STUDENT=1"
 
 $(STAMP): pyproject.toml
@@ -69,6 +69,7 @@ student: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_speed.py
 	$(BIN)/python benchmarks/training_speed.py
+	$(BIN)/python benchmarks/decoding_speed.py
 	$(BIN)/python benchmarks/variants_speed.py --markdown --plot benchmarks/variants_speed.png
 	$(BIN)/python benchmarks/long_range.py --plot benchmarks/long_range.png
 

@@ -20,6 +20,13 @@ projected keys); override ``attend`` to change which cells are scored or how the
 (local, clustered, linear, ...). Layers and models take the attention as a *factory*
 ``factory(d_model, num_heads, dropout) -> module`` (a class or a ``functools.partial``).
 
+**Incremental decoding.** :meth:`MultiHeadAttention.forward_cached` runs the same steps for the
+*new* positions only and keeps the keys and values of the earlier ones in a :class:`KeyValueCache`
+(section 05's key/value cache): ``project`` the new tokens -> append their keys and values to the
+cache -> ``attend`` from the new queries to every cached key. A variant that overrides a step
+must say (``supports_kv_cache = True`` in its class) that this is still right for it; otherwise
+the cache refuses it with a clear error (:func:`kv_cache_problem`).
+
 Conventions: batch-first shapes ``(batch, seq, d_model)``, per head ``(batch, heads, seq,
 d_head)``; boolean masks with **True = may attend** (see :mod:`lectures_lib.masks`).
 """
@@ -56,6 +63,8 @@ __all__ = [
     "merge_heads",
     "MultiHeadAttention",
     "multi_head_attention",
+    "KeyValueCache",
+    "kv_cache_problem",
 ]
 
 
@@ -381,8 +390,15 @@ class MultiHeadAttention(nn.Module):
 
     The seam (see the module docstring): ``forward`` = check once -> :meth:`project` ->
     :meth:`attend` -> merge heads -> ``out_proj``; a variant overrides one step.
-    Derived in ``02_multi_head_attention.ipynb``.
+    Derived in ``02_multi_head_attention.ipynb``; :meth:`forward_cached` in
+    ``05_transformer_decoder.ipynb``.
     """
+
+    #: ``forward_cached`` (project the new positions, append to the cache, attend) gives the same
+    #: result as ``forward`` on the whole prefix. A subclass that overrides ``project``,
+    #: ``attend``, ``forward`` or ``forward_cached`` must set it again in its own class body to
+    #: claim the same (see :func:`kv_cache_problem`).
+    supports_kv_cache = True
 
     def __init__(
         self,
@@ -490,6 +506,44 @@ class MultiHeadAttention(nn.Module):
             out = self.out_proj(merge_heads(heads))  # (batch, n_q, d_model)
         return out, weights
 
+    def forward_cached(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        cache: KeyValueCache,
+        mask: torch.Tensor | None = None,
+        *,
+        static: bool = False,
+    ) -> torch.Tensor:
+        r"""Attention for the *new* positions of autoregressive decoding, with a key/value cache.
+
+        Self-attention (``static=False``): ``query``, ``key``, ``value`` are the new positions
+        ``(batch, n_new, d_model)``; their keys and values are appended to ``cache``, and the new
+        queries attend to every cached position, so step :math:`t` costs :math:`O(t)` instead of
+        recomputing the whole prefix (:math:`O(t^2)`). Cross-attention (``static=True``): the
+        keys and values of ``key``/``value`` (the encoder's memory) are projected on the first
+        call only; later calls reuse them from the cache.
+
+        ``mask``: bool, True = may attend, broadcasting to ``(batch, heads, n_new, len(cache))``
+        *after* the new keys are appended. Returns ``out`` ``(batch, n_new, d_model)`` (fused
+        path, no weights). Equal to the last ``n_new`` rows of :meth:`forward` on the whole
+        prefix under a causal mask. Derived in ``05_transformer_decoder.ipynb``.
+        """
+        problem = kv_cache_problem(self)
+        if problem:
+            raise TypeError(problem)
+        if not isinstance(cache, KeyValueCache):
+            raise TypeError(f"cache must be a KeyValueCache, got {type(cache).__name__}")
+        with inside_library():
+            if static and len(cache):  # the memory was projected on the first step
+                queries, _, _ = self.project(query, key[:, :0], value[:, :0])  # (b, h, n_new, d)
+            else:
+                queries, keys, values = self.project(query, key, value)  # (b, h, n, d_head)
+                cache.append(keys, values)  # cache: (batch, heads, t, d_head)
+            heads, _ = self.attend(queries, cache.keys, cache.values, mask, False)
+            return self.out_proj(merge_heads(heads))  # (batch, n_new, d_model)
+
     # -- the two steps a variant may override ----------------------------------------------
 
     def project(
@@ -569,3 +623,77 @@ class MultiHeadAttention(nn.Module):
                 ours.out_proj.bias.copy_(module.out_proj.bias)
         ours.train(module.training)
         return ours
+
+
+# ---------------------------------------------------------------------------------------------
+# The key/value cache of incremental decoding
+# ---------------------------------------------------------------------------------------------
+
+
+class KeyValueCache:
+    """The keys and values ``(batch, heads, t, d_head)`` one attention module has computed for the
+    positions it has already seen, so that decoding step ``t`` projects only the new token.
+
+    ``len(cache)`` is the number of cached positions; :meth:`reorder` selects rows of the batch
+    (beam search keeps the caches of the hypotheses it extends). Derived in
+    ``05_transformer_decoder.ipynb``.
+    """
+
+    def __init__(self) -> None:
+        self.keys: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.keys is None else self.keys.shape[-2]
+
+    def append(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Add the new positions' ``keys``, ``values`` ``(batch, heads, n_new, d_head)``."""
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=-2)  # (batch, heads, t + n_new, d_head)
+            self.values = torch.cat([self.values, values], dim=-2)
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep batch rows ``rows`` (a 1-D index tensor; a row may be repeated)."""
+        if self.keys is not None:
+            self.keys = self.keys.index_select(0, rows)
+            self.values = self.values.index_select(0, rows)
+
+
+_CACHE_STEPS = ("project", "attend", "forward", "forward_cached")
+
+
+def kv_cache_problem(module: object) -> str | None:
+    """Why ``module`` cannot be run with a key/value cache, or None when it can.
+
+    The cached path (:meth:`MultiHeadAttention.forward_cached`) is right only when ``project``
+    treats every position on its own and ``attend`` gives the last query the same output for a
+    cut-off prefix: true for ``MultiHeadAttention``, not in general for a variant (rotary
+    positions, Linformer's projected keys, local windows). So a class that overrides one of
+    ``project``, ``attend``, ``forward``, ``forward_cached`` must set ``supports_kv_cache = True``
+    in its *own* class body (and test it) before the cache accepts it; that declaration vouches
+    for the steps it inherits too, not for those a subclass overrides after it.
+    """
+    if not isinstance(module, MultiHeadAttention):
+        return (
+            f"{type(module).__name__} is not a MultiHeadAttention: it has no key/value cache. "
+            "Decode with use_cache=False (recompute the prefix at every step)"
+        )
+    classes = type(module).__mro__
+    # the most derived class that says (in its own body) whether the cache is exact for it
+    declared_at = next(i for i, c in enumerate(classes) if "supports_kv_cache" in vars(c))
+    if not vars(classes[declared_at])["supports_kv_cache"]:
+        return (
+            f"{classes[declared_at].__name__} sets supports_kv_cache = False: decode with "
+            "use_cache=False (recompute the prefix at every step)"
+        )
+    for step in _CACHE_STEPS:
+        owner = next(i for i, c in enumerate(classes) if step in vars(c))
+        if owner < declared_at:  # overridden after the last class that vouched for the cache
+            return (
+                f"{classes[owner].__name__} overrides `{step}` and does not declare that a "
+                "key/value cache stays exact for it (supports_kv_cache = True in its class "
+                "body): decode with use_cache=False (recompute the prefix at every step)"
+            )
+    return None

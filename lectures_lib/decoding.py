@@ -18,9 +18,19 @@ other sequences. Returned sequences start *after* BEGIN, contain END when the mo
 and are padded with ``pad_id`` after it: the same layout as ``tgt_out`` in
 :mod:`lectures_lib.data.translation`.
 
-For clarity each step recomputes the decoder over the whole prefix (O(n²) decoder work for n
-output tokens). Production decoders cache the keys and values of earlier positions instead;
-for the course's outputs of a few tokens the difference does not matter.
+The decoders never emit ``pad_id`` or ``bos_id``: their logits are set to :math:`-\infty`
+before the softmax, so every step chooses among the tokens a sequence may contain, and scores are
+log-probabilities under that distribution (:func:`sequence_log_prob` uses the same).
+
+**Two ways to run the decoder** (``use_cache``). The form ``05`` teaches first recomputes the
+decoder over the whole prefix at every step (``use_cache=False``: O(n²) decoder work for n output
+tokens). What production decoders do, and the default here (``use_cache=True``): a key/value
+cache (键值缓存): the decoder is fed only the newest token, ``model.decode_step(token, memory,
+cache)``, and each layer keeps the keys and values of the earlier positions (and the memory's
+projected keys and values), so a step costs O(n). Both give the same tokens and scores. A model
+without ``init_cache``/``decode_step`` (only ``encode``/``decode``) has no cache to use and is
+decoded by recomputing the prefix; a :class:`~lectures_lib.models.Transformer` whose decoder
+attention cannot be cached exactly refuses ``use_cache=True`` with an error that says so.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .utils import check_non_negative_int, check_positive_int, check_tensor, eval_mode
+from .utils import check_bool, check_non_negative_int, check_positive_int, check_tensor, eval_mode
 
 __all__ = [
     "greedy_decode",
@@ -78,23 +88,63 @@ def _check_src(src: object) -> torch.Tensor:
     return src
 
 
-def _next_log_probs(
-    model, tokens: torch.Tensor, memory: torch.Tensor, src: torch.Tensor, ids: tuple[int, ...]
-) -> torch.Tensor:
-    """Log-probabilities of the token after ``tokens`` ``(batch, t)``: ``(batch, vocab)``."""
-    logits = model.decode(tokens, memory, src=src)  # (batch, t, vocab)
+def _check_logits(logits: object, tokens: torch.Tensor, ids: tuple[int, ...], method: str) -> None:
     shape_ok = isinstance(logits, torch.Tensor) and logits.dim() == 3
     if not shape_ok or logits.shape[:2] != tokens.shape:
         got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise ValueError(
-            f"model.decode must return logits of shape (batch, n_tgt, vocab) = "
+            f"model.{method} must return logits of shape (batch, n_tgt, vocab) = "
             f"({tokens.shape[0]}, {tokens.shape[1]}, vocab), got {got}"
         )
     if max(ids) >= logits.shape[-1]:
         raise ValueError(
             f"bos_id, eos_id and pad_id must be < the vocabulary size {logits.shape[-1]}, got {ids}"
         )
-    return torch.log_softmax(logits[:, -1].float(), dim=-1)  # (batch, vocab)
+
+
+def _log_probs(logits: torch.Tensor, ids: tuple[int, ...]) -> torch.Tensor:
+    r"""Log-softmax over the tokens a decoder may emit: BEGIN and ``<pad>`` (``ids = (bos, eos,
+    pad)``) get :math:`-\infty` logits, so they are never chosen and never take probability."""
+    bos_id, _, pad_id = ids
+    logits = logits.float().clone()
+    logits[..., [bos_id, pad_id]] = -math.inf
+    return torch.log_softmax(logits, dim=-1)
+
+
+def _next_log_probs(
+    model, tokens: torch.Tensor, memory: torch.Tensor, src: torch.Tensor, ids: tuple[int, ...]
+) -> torch.Tensor:
+    """Log-probabilities of the token after ``tokens`` ``(batch, t)``: ``(batch, vocab)``,
+    recomputing the decoder over the whole prefix (no cache)."""
+    logits = model.decode(tokens, memory, src=src)  # (batch, t, vocab)
+    _check_logits(logits, tokens, ids, "decode")
+    return _log_probs(logits[:, -1], ids)  # (batch, vocab)
+
+
+class _Steps:
+    """Feeds a model one decoding step at a time: the newest token with a key/value cache
+    (``model.decode_step``), or the whole prefix (``model.decode``) without one."""
+
+    def __init__(self, model, memory, src, ids, use_cache: bool) -> None:
+        self.model, self.memory, self.src, self.ids = model, memory, src, ids
+        has_cache = callable(getattr(model, "init_cache", None)) and callable(
+            getattr(model, "decode_step", None)
+        )
+        self.cache = model.init_cache() if use_cache and has_cache else None
+
+    def next_log_probs(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(batch, vocab)`` log-probabilities of the token after ``tokens`` ``(batch, t)``."""
+        if self.cache is None:
+            return _next_log_probs(self.model, tokens, self.memory, self.src, self.ids)
+        newest = tokens[:, len(self.cache) :]  # (batch, 1): the cache holds the rest
+        logits = self.model.decode_step(newest, self.memory, self.cache, src=self.src)
+        _check_logits(logits, newest, self.ids, "decode_step")
+        return _log_probs(logits[:, -1], self.ids)  # (batch, vocab)
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Beam search kept hypotheses ``rows``: keep their caches too."""
+        if self.cache is not None:
+            self.cache.reorder(rows)
 
 
 def _eval_mode(model):
@@ -117,6 +167,7 @@ def greedy_decode(
     pad_id: int,
     *,
     return_scores: bool = False,
+    use_cache: bool = True,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     r"""Decode every source of the batch by taking the most likely token at each step.
 
@@ -129,6 +180,9 @@ def greedy_decode(
         bos_id, eos_id, pad_id: the BEGIN, END and padding token ids.
         return_scores: also return the log-probability :math:`\sum_t \log P(y_t \mid y_{<t}, x)`
             of each output (END included).
+        use_cache: feed the decoder only the newest token and keep the keys and values of the
+            earlier ones (see the module docstring); ``False`` recomputes the whole prefix at
+            every step. Same tokens and scores either way.
 
     Returns:
         ``(batch, n_out)`` token ids with ``n_out <= max_len``: BEGIN dropped, END kept, ``pad_id``
@@ -139,14 +193,16 @@ def greedy_decode(
     _check_src(src)
     max_len = check_positive_int(max_len, "max_len")
     _check_ids(bos_id, eos_id, pad_id)
+    check_bool(use_cache, "use_cache")
     batch = src.shape[0]
     with _eval_mode(model):
         memory = model.encode(src)  # (batch, n_src, d_model): the encoder runs once
+        steps = _Steps(model, memory, src, (bos_id, eos_id, pad_id), use_cache)
         tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)  # BEGIN
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         scores = torch.zeros(batch, device=src.device)
         for _ in range(max_len):
-            log_probs = _next_log_probs(model, tokens, memory, src, (bos_id, eos_id, pad_id))
+            log_probs = steps.next_log_probs(tokens)  # (batch, vocab)
             next_token = log_probs.argmax(dim=-1)  # (batch,)
             next_token = next_token.masked_fill(finished, pad_id)  # finished: pad, at no cost
             token_log_prob = log_probs.gather(1, next_token[:, None]).squeeze(1)  # (batch,)
@@ -253,6 +309,7 @@ def beam_search(
     length_penalty: float = 0.0,
     *,
     return_scores: bool = False,
+    use_cache: bool = True,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     r"""Keep the ``beam_width`` most probable prefixes at every step instead of only the best one.
 
@@ -270,7 +327,8 @@ def beam_search(
     The penalty is applied to the final choice only, not to the pruning during the search.
 
     Args:
-        model, src, max_len, bos_id, eos_id, pad_id, return_scores: as in :func:`greedy_decode`.
+        model, src, max_len, bos_id, eos_id, pad_id, return_scores, use_cache: as in
+            :func:`greedy_decode` (the cache of each kept hypothesis follows it).
         beam_width: number of hypotheses kept per source (>= 1).
         length_penalty: exponent of the length normalisation of the final choice (>= 0).
 
@@ -288,12 +346,14 @@ def beam_search(
         raise TypeError(f"length_penalty must be a number, got {type(length_penalty).__name__}")
     if not (length_penalty >= 0 and math.isfinite(length_penalty)):
         raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty}")
+    check_bool(use_cache, "use_cache")
     batch, device = src.shape[0], src.device
     with _eval_mode(model):
         memory = model.encode(src)  # (batch, n_src, d_model)
         # Every hypothesis needs its own copy of its source: rows b*beam ... b*beam + beam - 1.
         memory = memory.repeat_interleave(beam_width, dim=0)  # (batch * beam, n_src, d_model)
         beam_src = src.repeat_interleave(beam_width, dim=0)  # (batch * beam, n_src)
+        steps = _Steps(model, memory, beam_src, (bos_id, eos_id, pad_id), use_cache)
         tokens = torch.full((batch * beam_width, 1), bos_id, dtype=torch.long, device=device)
         # At the start all hypotheses are the same "BEGIN": keep only one alive (score 0),
         # or the first step would fill the beam with beam_width copies of the same extension.
@@ -303,7 +363,7 @@ def beam_search(
         lengths = torch.zeros(batch, beam_width, dtype=torch.long, device=device)
         offsets = torch.arange(batch, device=device)[:, None] * beam_width  # (batch, 1)
         for _ in range(max_len):
-            log_probs = _next_log_probs(model, tokens, memory, beam_src, (bos_id, eos_id, pad_id))
+            log_probs = steps.next_log_probs(tokens)  # (batch * beam, vocab)
             vocab = log_probs.shape[-1]
             log_probs = log_probs.view(batch, beam_width, vocab)  # (batch, beam, vocab)
             # A finished hypothesis has exactly one continuation, <pad>, with log-probability 0.
@@ -317,6 +377,7 @@ def beam_search(
             next_token = flat_index % vocab  # (batch, beam): by which token
             rows = (parent + offsets).view(-1)  # (batch * beam,) rows of the parents
             tokens = torch.cat([tokens[rows], next_token.view(-1, 1)], dim=1)  # (batch*beam, t+1)
+            steps.reorder(rows)  # each kept hypothesis takes its parent's keys and values
             was_finished = finished.gather(1, parent)  # (batch, beam)
             lengths = lengths.gather(1, parent) + (~was_finished).long()
             # A hypothesis of probability 0 (only when the beam is wider than the choices) is dead.
@@ -347,7 +408,8 @@ def sequence_log_prob(
 
     ``output`` ``(batch, n_out)`` is laid out like the decoders' results (no BEGIN; END, then
     ``pad_id``). One teacher-forced pass: the decoder reads BEGIN + ``output[:, :-1]``. Tokens
-    after the first END, and padding, are not counted. Returns ``(batch,)``.
+    after the first END, and padding, are not counted. Probabilities are those the decoders use
+    (BEGIN and ``<pad>`` masked out, see the module docstring). Returns ``(batch,)``.
     """
     _check_model(model)
     _check_src(src)
@@ -362,7 +424,7 @@ def sequence_log_prob(
     decoder_input = torch.cat([torch.full_like(output[:, :1], bos_id), output[:, :-1]], dim=1)
     with _eval_mode(model):
         logits = model.decode(decoder_input, model.encode(src), src=src)  # (batch, n_out, vocab)
-    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    log_probs = _log_probs(logits, (bos_id, eos_id, pad_id))  # as the decoders: no BEGIN/pad
     token_log_probs = log_probs.gather(-1, output[..., None]).squeeze(-1)  # (batch, n_out)
     return token_log_probs.masked_fill(~counted, 0.0).sum(dim=-1)
 

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import KeyValueCache, MultiHeadAttention
 from .masks import check_mask
 from .utils import (
     at_boundary,
@@ -552,6 +552,49 @@ class DecoderLayer(nn.Module):
                 x, lambda h: self._cross_attention(h, memory, memory_mask, need_weights),
                 self.norm2, self.norm_first,
             )
+            return sublayer_connection(
+                x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
+            )
+
+    def forward_cached(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        cache: tuple[KeyValueCache, KeyValueCache],
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """:meth:`forward` for the *new* positions ``x`` ``(batch, n_new, d_model)`` only.
+
+        ``cache = (self_cache, cross_cache)``: the self-attention's keys and values of every
+        earlier position (the new ones are appended), and the memory's projected keys and values
+        (computed on the first call). ``tgt_mask`` broadcasts to ``(batch, heads, n_new,
+        n_earlier + n_new)``. Equal to the last ``n_new`` rows of :meth:`forward` on the whole
+        prefix. Called by :meth:`lectures_lib.models.Transformer.decode_step`; derived in
+        ``05_transformer_decoder.ipynb``.
+        """
+        if at_boundary():
+            check_sequence(x, "x", self.d_model)
+            check_sequence(memory, "memory", self.d_model)
+            if not (isinstance(cache, tuple) and len(cache) == 2
+                    and all(isinstance(c, KeyValueCache) for c in cache)):
+                raise TypeError(
+                    "cache must be a tuple (self_cache, cross_cache) of two KeyValueCache, got "
+                    f"{type(cache).__name__}"
+                )
+        self_cache, cross_cache = cache
+
+        def self_attention(h):  # the new queries against every cached key
+            return self.dropout1(self.self_attn.forward_cached(h, h, h, self_cache, tgt_mask))
+
+        def cross_attention(h):  # the memory's keys and values are projected once
+            out = self.cross_attn.forward_cached(h, memory, memory, cross_cache, memory_mask,
+                                                 static=True)
+            return self.dropout2(out)
+
+        with inside_library():
+            x = sublayer_connection(x, self_attention, self.norm1, self.norm_first)
+            x = sublayer_connection(x, cross_attention, self.norm2, self.norm_first)
             return sublayer_connection(
                 x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
             )

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from .attention import KeyValueCache, kv_cache_problem
 from .layers import AttentionFactory, DecoderLayer, EncoderLayer, check_sequence
 from .masks import causal_mask, check_mask
 from .positional import SinusoidalEncoding
@@ -41,6 +42,7 @@ __all__ = [
     "TokenEmbedding",
     "EncoderTagger",
     "Transformer",
+    "DecoderCache",
     "make_src_mask",
     "make_tgt_mask",
 ]
@@ -182,6 +184,21 @@ class Decoder(nn.Module):
                 x = layer(x, memory, tgt_mask, memory_mask, need_weights=need_weights)
         return self.norm(x) if self.norm is not None else x
 
+    def forward_cached(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        caches: list[tuple[KeyValueCache, KeyValueCache]],
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """:meth:`forward` for the new positions only, layer ``i`` using ``caches[i]`` (see
+        :meth:`~lectures_lib.layers.DecoderLayer.forward_cached`)."""
+        with inside_library():
+            for layer, cache in zip(self.layers, caches, strict=True):
+                x = layer.forward_cached(x, memory, cache, tgt_mask, memory_mask)
+        return self.norm(x) if self.norm is not None else x
+
     @torch.no_grad()
     def attention_maps(
         self,
@@ -304,13 +321,24 @@ class TokenEmbedding(nn.Module):
                 f"than max_len={self.max_len} of the positional encoding"
             )
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """``tokens`` ``(batch, seq)`` int64 ids -> ``(batch, seq, d_model)``."""
+    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``tokens`` ``(batch, seq)`` int64 ids -> ``(batch, seq, d_model)``.
+
+        ``offset``: the position of the first token (incremental decoding feeds token ``t``
+        alone, at position ``t``).
+        """
         if at_boundary():
             self.check_inputs(tokens)
+            check_non_negative_int(offset, "offset")
+            if offset + tokens.shape[1] > self.max_len:
+                raise ValueError(
+                    f"positions {offset} ... {offset + tokens.shape[1] - 1} exceed max_len="
+                    f"{self.max_len} of the positional encoding"
+                )
         vectors = self.embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
-        if self.positional is not None:
-            vectors = self.positional(vectors)  # + PE[:seq]
+        if self.positional is not None:  # + PE[offset : offset + seq]
+            table = self.positional.table[offset : offset + tokens.shape[1]]  # (seq, d_model)
+            vectors = vectors + table.to(vectors.dtype)
         return self.dropout(vectors)
 
 
@@ -493,6 +521,57 @@ class Transformer(nn.Module):
             )
             return self.output(hidden)  # (batch, n_tgt, tgt_vocab_size)
 
+    def init_cache(self) -> DecoderCache:
+        """An empty :class:`DecoderCache` for :meth:`decode_step` (one per decoding run).
+
+        Raises a ``TypeError`` naming the layer when a decoder attention cannot be cached
+        exactly (see :func:`~lectures_lib.attention.kv_cache_problem`): decode such a model with
+        ``use_cache=False``.
+        """
+        for index, layer in enumerate(self.decoder.layers):
+            for name in ("self_attn", "cross_attn"):
+                problem = kv_cache_problem(getattr(layer, name))
+                if problem:
+                    raise TypeError(f"decoder layer {index} {name}: {problem}")
+        return DecoderCache([(KeyValueCache(), KeyValueCache()) for _ in self.decoder.layers])
+
+    def decode_step(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        cache: DecoderCache,
+        src: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Incremental decoding: logits ``(batch, n_new, tgt_vocab)`` for the *new* target tokens
+        ``tgt`` ``(batch, n_new)``, which follow the ``len(cache)`` tokens already fed.
+
+        Equal to ``decode(prefix + tgt, memory, src=src)[:, -n_new:]`` (default masks: causal,
+        target padding, source padding when ``src`` is given), but each layer projects only the
+        new tokens and attends to the cached keys and values of the earlier ones: step ``t``
+        costs O(t), not O(t^2). ``cache`` comes from :meth:`init_cache` and is updated in place.
+        Derived in ``05_transformer_decoder.ipynb``.
+        """
+        if at_boundary():
+            if not isinstance(cache, DecoderCache):
+                raise TypeError(f"cache must come from init_cache(), got {type(cache).__name__}")
+            self._check_decode_inputs(tgt, memory, src, None, None, False)
+            if len(cache) and cache.batch_size != tgt.shape[0]:
+                raise ValueError(
+                    f"tgt has batch size {tgt.shape[0]}, but the cache holds {cache.batch_size} rows"
+                )
+        offset, n_new = len(cache), tgt.shape[1]
+        with inside_library():
+            kept = torch.ones_like(tgt, dtype=torch.bool) if self.pad_id is None else tgt != self.pad_id
+            cache.extend_keys(kept)  # (batch, n_new): which new tokens are keys (not padding)
+            # new query i sits at position offset + i: it may attend to keys j <= offset + i
+            causal = causal_mask(offset + n_new, device=tgt.device)[offset:]  # (n_new, t)
+            tgt_mask = causal[None, None] & cache.keys_kept[:, None, None, :]  # (b, 1, n_new, t)
+            memory_mask = make_src_mask(src, self.pad_id) if src is not None else None
+            hidden = self.decoder.forward_cached(
+                self.tgt_embed(tgt, offset), memory, cache.layers, tgt_mask, memory_mask
+            )
+            return self.output(hidden)  # (batch, n_new, tgt_vocab_size)
+
     def _check_decode_inputs(self, tgt, memory, src, tgt_mask, memory_mask, need_weights) -> None:
         self.tgt_embed.check_inputs(tgt, "tgt")
         check_sequence(memory, "memory", self.d_model)
@@ -542,3 +621,37 @@ class Transformer(nn.Module):
             "decoder_self": _stack_maps([layer.last_attention for layer in layers]),
             "decoder_cross": _stack_maps([layer.last_cross_attention for layer in layers]),
         }
+
+
+class DecoderCache:
+    """Everything :meth:`Transformer.decode_step` keeps between steps: per decoder layer the
+    self-attention's and the cross-attention's :class:`~lectures_lib.attention.KeyValueCache`,
+    and which target tokens fed so far are real (not padding) keys.
+
+    ``len(cache)``: the number of target tokens fed; :meth:`reorder` keeps batch rows (beam
+    search). Derived in ``05_transformer_decoder.ipynb``.
+    """
+
+    def __init__(self, layers: list[tuple[KeyValueCache, KeyValueCache]]) -> None:
+        self.layers = layers
+        self.keys_kept: torch.Tensor | None = None  # (batch, t) bool: True = not padding
+
+    def __len__(self) -> int:
+        return 0 if self.keys_kept is None else self.keys_kept.shape[1]
+
+    @property
+    def batch_size(self) -> int | None:
+        return None if self.keys_kept is None else self.keys_kept.shape[0]
+
+    def extend_keys(self, kept: torch.Tensor) -> None:
+        """Record the new tokens ``(batch, n_new)``: True where a token may be attended to."""
+        kept = kept.to(torch.bool)
+        self.keys_kept = kept if self.keys_kept is None else torch.cat([self.keys_kept, kept], 1)
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep batch rows ``rows`` (1-D indices, repeats allowed) of every cache."""
+        if self.keys_kept is not None:
+            self.keys_kept = self.keys_kept.index_select(0, rows)
+        for self_cache, cross_cache in self.layers:
+            self_cache.reorder(rows)
+            cross_cache.reorder(rows)

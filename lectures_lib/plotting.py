@@ -190,7 +190,9 @@ def plot_history(history: History | dict[str, History], *, title: str | None = N
     """Loss and accuracy per epoch; a dict plots several runs side by side for comparison.
 
     Each run keeps one colour in both panels (training solid, held-out dashed); the legend sits
-    outside the panels, so it never hides the curves (which crowd near accuracy 1)."""
+    outside the panels, so it never hides the curves (which crowd near accuracy 1). When the runs
+    recorded a learning rate per optimiser step (``History.lr``, as :func:`fit` does), a third
+    panel shows the schedule."""
     runs = history if isinstance(history, dict) else {"": history}
     if not runs:
         raise ValueError("history is an empty dict: give at least one History to plot")
@@ -203,7 +205,9 @@ def plot_history(history: History | dict[str, History], *, title: str | None = N
             )
         if not run.loss:
             raise ValueError(f"{label} is empty: train for at least one epoch before plotting")
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.2))
+    with_lr = any(run.lr for run in runs.values())
+    fig, axes = plt.subplots(1, 3 if with_lr else 2, figsize=(14 if with_lr else 10, 3.2))
+    ax_loss, ax_acc = axes[:2]
     for index, (name, run) in enumerate(runs.items()):
         colour = f"C{index % 10}"
         epochs = np.arange(1, len(run.loss) + 1)
@@ -215,6 +219,11 @@ def plot_history(history: History | dict[str, History], *, title: str | None = N
     ax_loss.set(xlabel="epoch", ylabel="cross-entropy", title="loss")
     ax_acc.set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=(0, 1.02))
     ax_acc.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    if with_lr:
+        for index, (name, run) in enumerate(runs.items()):
+            axes[2].plot(np.arange(1, len(run.lr) + 1), run.lr, color=f"C{index % 10}",
+                         label=name or None)
+        axes[2].set(xlabel="optimiser step", ylabel="learning rate", title="schedule")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

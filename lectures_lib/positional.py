@@ -22,7 +22,7 @@ import math
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import KeyValueCache, MultiHeadAttention
 from .utils import (
     at_boundary,
     check_device,
@@ -419,6 +419,34 @@ class RotarySelfAttention(MultiHeadAttention):
         self._positions = positions
         try:
             return super().forward(query, key, value, mask, need_weights)
+        finally:
+            self._positions = None
+
+    #: With a key/value cache the new token at position t is rotated by R_t (forward_cached
+    #: below) and the cached keys were rotated at their own positions: exact, tested.
+    supports_kv_cache = True
+
+    def forward_cached(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        cache: KeyValueCache,
+        mask: torch.Tensor | None = None,
+        *,
+        static: bool = False,
+    ) -> torch.Tensor:
+        """``MultiHeadAttention.forward_cached`` with the new tokens at positions ``len(cache)
+        ... len(cache) + n_new - 1`` (not ``0 ...``): queries and keys rotated where they sit."""
+        if static:
+            raise ValueError(
+                "RotarySelfAttention is self-attention: it cannot attend to a static memory "
+                "(cross-attention) with a cache"
+            )
+        start = len(cache)
+        self._positions = torch.arange(start, start + query.shape[1], device=query.device)
+        try:
+            return super().forward_cached(query, key, value, cache, mask)
         finally:
             self._positions = None
 

@@ -1,4 +1,4 @@
-"""A small, readable training loop with a progress bar and a loss/accuracy history.
+"""A small, readable training loop with a progress bar, a learning-rate schedule and a history.
 
 Defined for the whole course; first used in ``01_self_attention.ipynb``.
 
@@ -6,10 +6,23 @@ Data are a tuple of tensors that share their first (example) dimension. By defau
 tensor is the target and the others are the model's inputs: ``model(*inputs) -> logits``.
 Pass ``forward_fn(model, batch) -> (logits, targets)`` when a model needs something else
 (teacher forcing in section 05, for example).
+
+**The default recipe** (AdamW, peak learning rate :data:`DEFAULT_LR`, linear warm-up over the
+first :data:`DEFAULT_WARMUP` of the steps, then cosine decay; gradient norm clipped at 1) was
+chosen by a small sweep on tasks the course's models had never been tuned for
+(``benchmarks/schedule_sweep.py``, table in ``benchmarks/README.md``).
+
+**Loud failures, nothing lost.** :func:`fit` checks its arguments and the shapes of the first
+logits and targets before any weight changes; a non-finite loss or gradient stops training with
+an error that names the epoch, the step and the batch, *before* the bad update, so the model keeps
+its last finite weights; a batch whose targets are all ``ignore_index`` is skipped (nothing to
+learn, nothing added to the epoch's loss). ``fit(seed=s)`` seeds the shuffling *and* every random
+draw of the run (dropout included) without touching the caller's random state.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -18,22 +31,45 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm  # plain text bar: works in a terminal and in a stored notebook
 
-from .utils import check_positive_int, check_tensor, eval_mode, get_device
+from .utils import check_bool, check_positive_int, check_tensor, eval_mode, get_device
 
-__all__ = ["History", "accuracy", "cross_entropy", "evaluate", "fit", "default_forward"]
+__all__ = [
+    "History",
+    "accuracy",
+    "cross_entropy",
+    "evaluate",
+    "fit",
+    "default_forward",
+    "lr_schedule",
+    "SCHEDULES",
+    "DEFAULT_LR",
+    "DEFAULT_WARMUP",
+    "DEFAULT_SCHEDULE",
+]
 
 Batch = Sequence[torch.Tensor]
 ForwardFn = Callable[[nn.Module, Batch], tuple[torch.Tensor, torch.Tensor]]
+#: ``factory(optimizer, total_steps) -> scheduler`` with a ``step()`` method, stepped once per
+#: optimiser step (e.g. ``lambda opt, n: torch.optim.lr_scheduler.StepLR(opt, n // 3)``).
+ScheduleFactory = Callable[[torch.optim.Optimizer, int], torch.optim.lr_scheduler.LRScheduler]
+
+SCHEDULES = ("warmup_cosine", "one_cycle", "constant")
+DEFAULT_SCHEDULE = "warmup_cosine"
+DEFAULT_LR = 3e-3  # peak learning rate; see benchmarks/README.md for the sweep behind it
+DEFAULT_WARMUP = 0.1  # fraction of the planned optimiser steps spent warming up
 
 
 @dataclass
 class History:
-    """What :func:`fit` records: one entry per epoch (``step_loss``: one per optimiser step)."""
+    """What :func:`fit` records: one entry per epoch (``loss``, ``train_accuracy``,
+    ``eval_accuracy``) and one per optimiser step (``step_loss`` and ``lr``, the learning rate that
+    step used)."""
 
     loss: list[float] = field(default_factory=list)
     train_accuracy: list[float] = field(default_factory=list)
     eval_accuracy: list[float] = field(default_factory=list)
     step_loss: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
 
     @property
     def final_accuracy(self) -> float:
@@ -80,15 +116,73 @@ def default_forward(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch
     return logits, targets
 
 
-def _check_data(data: Batch, name: str) -> None:
+def _check_data(data: Batch, name: str) -> int:
+    """``data`` must be a non-empty tuple of tensors sharing their first dimension; returns it."""
     if not isinstance(data, (tuple, list)) or len(data) < 2:
-        raise TypeError(f"{name} must be a tuple of tensors (inputs..., targets), got {type(data).__name__}")
+        raise TypeError(
+            f"{name} must be a tuple of tensors (inputs..., targets), got {type(data).__name__}"
+            + (f" of length {len(data)}" if isinstance(data, (tuple, list)) else "")
+        )
     for index, item in enumerate(data):
         check_tensor(item, f"{name}[{index}]")
+        if item.dim() == 0:
+            raise ValueError(f"{name}[{index}] must have a first (example) dimension, got a scalar")
     sizes = {t.shape[0] for t in data}
     if len(sizes) != 1:
         shapes = [tuple(t.shape) for t in data]
         raise ValueError(f"all tensors in {name} need the same first dimension, got {shapes}")
+    n = sizes.pop()
+    if n == 0:
+        raise ValueError(f"{name} holds no examples (first dimension 0): nothing to train on")
+    return n
+
+
+def _check_number(value: object, name: str, *, low: float, inclusive: bool) -> float:
+    """A finite real number ``> low`` (or ``>= low`` when ``inclusive``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
+    ok = value >= low if inclusive else value > low
+    if not (math.isfinite(value) and ok):
+        relation = ">=" if inclusive else ">"
+        raise ValueError(f"{name} must be a finite number {relation} {low:g}, got {value!r}")
+    return float(value)
+
+
+def _check_callable(value: object, name: str, signature: str) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be None or a callable {signature}, got {type(value).__name__}")
+
+
+def _check_outputs(output: object, where: str, ignore_index: int | None) -> tuple:
+    """``forward_fn``'s result must be ``(logits (..., C), targets (...))`` with class ids in
+    ``[0, C)`` (or ``ignore_index``): checked on every batch, before anything is updated."""
+    if not isinstance(output, (tuple, list)) or len(output) != 2:
+        raise TypeError(
+            f"forward_fn must return (logits, targets), got {type(output).__name__} ({where})"
+        )
+    logits, targets = output
+    check_tensor(logits, f"logits ({where})", dtype="floating")
+    check_tensor(targets, f"targets ({where})", dtype="integer")
+    if logits.dim() == 0 or logits.shape[:-1] != targets.shape:
+        raise ValueError(
+            f"logits (..., n_classes) and targets (...) do not match ({where}): logits "
+            f"{tuple(logits.shape)}, targets {tuple(targets.shape)}; expected targets of shape "
+            f"{tuple(logits.shape[:-1])}"
+        )
+    counted = targets if ignore_index is None else targets[targets != ignore_index]
+    if counted.numel() and (int(counted.min()) < 0 or int(counted.max()) >= logits.shape[-1]):
+        raise ValueError(
+            f"targets hold class ids in [{int(counted.min())}, {int(counted.max())}] ({where}), "
+            f"but the logits have {logits.shape[-1]} classes: ids must lie in "
+            f"[0, {logits.shape[-1] - 1}]"
+            + ("" if ignore_index is None else f" (or be ignore_index={ignore_index})")
+        )
+    return logits, targets
+
+
+def _counted(targets: torch.Tensor, ignore_index: int | None) -> int:
+    """How many targets count (are not ``ignore_index``)."""
+    return int((targets != ignore_index).sum()) if ignore_index is not None else targets.numel()
 
 
 @torch.no_grad()
@@ -101,19 +195,133 @@ def evaluate(
     ignore_index: int | None = None,
     device: torch.device | None = None,
 ) -> float:
-    """Accuracy of ``model`` on ``data`` (model put in eval mode, then restored)."""
-    _check_data(data, "data")
+    """Accuracy of ``model`` on ``data`` (model put in eval mode, then restored).
+
+    Counts every target that is not ``ignore_index``; raises if no target counts at all.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    n = _check_data(data, "data")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    _check_callable(forward_fn, "forward_fn", "forward_fn(model, batch) -> (logits, targets)")
+    if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
+        raise TypeError(f"ignore_index must be None or an int, got {type(ignore_index).__name__}")
     device = device or next(model.parameters()).device
     correct, total = 0.0, 0
-    n = data[0].shape[0]
     with eval_mode(model):
         for start in range(0, n, batch_size):
             batch = [t[start : start + batch_size].to(device) for t in data]
-            logits, targets = forward_fn(model, batch)
-            count = int((targets != ignore_index).sum()) if ignore_index is not None else targets.numel()
-            correct += accuracy(logits, targets, ignore_index) * count
-            total += count
-    return correct / max(total, 1)
+            where = f"evaluation batch starting at example {start}"
+            logits, targets = _check_outputs(forward_fn(model, batch), where, ignore_index)
+            count = _counted(targets, ignore_index)
+            if count:
+                correct += accuracy(logits, targets, ignore_index) * count
+                total += count
+    if total == 0:
+        raise ValueError(
+            f"every target in data is ignore_index={ignore_index}: there is nothing to evaluate"
+        )
+    return correct / total
+
+
+# ---------------------------------------------------------------------------------------------
+# Learning-rate schedules
+# ---------------------------------------------------------------------------------------------
+
+
+def lr_schedule(
+    optimizer: torch.optim.Optimizer,
+    total_steps: int,
+    schedule: str = DEFAULT_SCHEDULE,
+    warmup: float = DEFAULT_WARMUP,
+) -> torch.optim.lr_scheduler.LRScheduler:
+    r"""A scheduler, stepped once per optimiser step, that sets the learning rate of step
+    :math:`s = 0, \dots, T-1` (``T = total_steps``) from the optimiser's peak rate
+    :math:`\eta`:
+
+    * ``"warmup_cosine"``: linear warm-up over :math:`W = \lceil w T \rceil` steps, then cosine
+      decay towards 0 (Loshchilov & Hutter 2017; the warm-up of Vaswani et al. 2017 keeps the
+      first, noisiest steps of Adam small)
+
+      .. math:: \eta_s = \eta \frac{s + 1}{W} \;(s < W), \qquad
+                \eta_s = \frac{\eta}{2}\Big(1 + \cos\frac{\pi (s - W)}{T - W}\Big) \;(s \ge W)
+
+    * ``"one_cycle"``: PyTorch's ``OneCycleLR`` (Smith 2018) with ``pct_start = warmup``: from
+      :math:`\eta / 25` up to :math:`\eta`, then cosine annealing down to :math:`\eta / 25 / 10^4`
+      (it also cycles Adam's :math:`\beta_1` between 0.85 and 0.95);
+    * ``"constant"``: :math:`\eta_s = \eta`.
+
+    ``warmup`` is a fraction of ``total_steps`` in ``[0, 1)``. The default trains the models of
+    ``04`` and ``05`` (``05`` plots it); ``benchmarks/README.md`` compares the three.
+    """
+    total_steps = check_positive_int(total_steps, "total_steps")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES} or a factory, got {schedule!r}")
+    warmup = _check_number(warmup, "warmup", low=0.0, inclusive=True)
+    if warmup >= 1:
+        raise ValueError(f"warmup is a fraction of the steps, in [0, 1), got {warmup!r}")
+    if schedule == "one_cycle":
+        peak = optimizer.param_groups[0]["lr"]
+        return torch.optim.lr_scheduler.OneCycleLR(
+            optimizer, max_lr=peak, total_steps=total_steps, pct_start=max(warmup, 1e-6)
+        )
+    if schedule == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    warmup_steps = math.ceil(warmup * total_steps)
+
+    def factor(step: int) -> float:  # the fraction of the peak learning rate at step `step`
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def _make_schedule(schedule, optimizer, total_steps, warmup):
+    if isinstance(schedule, str):
+        return lr_schedule(optimizer, total_steps, schedule, warmup)
+    if not callable(schedule):
+        raise TypeError(
+            f"schedule must be one of {SCHEDULES} or a factory(optimizer, total_steps) -> "
+            f"scheduler, got {type(schedule).__name__}"
+        )
+    scheduler = schedule(optimizer, total_steps)
+    if not callable(getattr(scheduler, "step", None)):
+        raise TypeError(
+            "the schedule factory must return a scheduler with a step() method (e.g. a "
+            f"torch.optim.lr_scheduler.LRScheduler), got {type(scheduler).__name__}"
+        )
+    return scheduler
+
+
+# ---------------------------------------------------------------------------------------------
+# The training loop
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_fit_arguments(model, epochs, batch_size, lr, weight_decay, grad_clip, seed, warmup,
+                         ignore_index, progress, forward_fn, after_step, after_epoch) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError("model has no trainable parameters (none with requires_grad=True)")
+    check_positive_int(epochs, "epochs")
+    check_positive_int(batch_size, "batch_size")
+    _check_number(lr, "lr", low=0.0, inclusive=False)
+    _check_number(weight_decay, "weight_decay", low=0.0, inclusive=True)
+    if grad_clip is not None:
+        _check_number(grad_clip, "grad_clip", low=0.0, inclusive=False)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__} ({seed!r})")
+    if not isinstance(warmup, (int, float)) or isinstance(warmup, bool) or not 0 <= warmup < 1:
+        raise ValueError(f"warmup is a fraction of the steps, in [0, 1), got {warmup!r}")
+    if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
+        raise TypeError(f"ignore_index must be None or an int, got {type(ignore_index).__name__}")
+    check_bool(progress, "progress")
+    _check_callable(forward_fn, "forward_fn", "forward_fn(model, batch) -> (logits, targets)")
+    _check_callable(after_step, "after_step", "after_step(step, model)")
+    _check_callable(after_epoch, "after_epoch", "after_epoch(epoch, model)")
 
 
 def fit(
@@ -122,7 +330,9 @@ def fit(
     *,
     epochs: int,
     batch_size: int = 64,
-    lr: float = 1e-3,
+    lr: float = DEFAULT_LR,
+    schedule: str | ScheduleFactory = DEFAULT_SCHEDULE,
+    warmup: float = DEFAULT_WARMUP,
     weight_decay: float = 0.0,
     eval_data: Batch | None = None,
     forward_fn: ForwardFn = default_forward,
@@ -132,53 +342,120 @@ def fit(
     device: torch.device | None = None,
     progress: bool = True,
     desc: str = "training",
+    after_step: Callable[[int, nn.Module], None] | None = None,
+    after_epoch: Callable[[int, nn.Module], None] | None = None,
 ) -> History:
-    """Train ``model`` with Adam(W) on ``train_data`` and return a :class:`History`.
+    r"""Train ``model`` with AdamW on ``train_data`` and return a :class:`History`.
 
-    The shuffling order comes from its own generator seeded with ``seed``, so two runs give
-    the same numbers. The model is moved to ``device`` (default: :func:`get_device`).
+    Args:
+        model: returns logits ``(..., n_classes)`` (through ``forward_fn``).
+        train_data: tuple of tensors ``(inputs..., targets)`` sharing their first dimension.
+        epochs: passes over ``train_data``, each in a new random order.
+        batch_size: examples per optimiser step (the last batch of an epoch may be smaller).
+        lr: the *peak* learning rate of the schedule.
+        schedule: ``"warmup_cosine"`` (default), ``"one_cycle"``, ``"constant"`` (see
+            :func:`lr_schedule`) or a factory ``schedule(optimizer, total_steps) -> scheduler``;
+            planned over ``epochs * ceil(n / batch_size)`` steps and stepped after every
+            optimiser step.
+        warmup: fraction of the planned steps spent warming up (``warmup_cosine``, ``one_cycle``).
+        weight_decay: AdamW's decoupled weight decay.
+        eval_data: held-out data evaluated (accuracy) after every epoch.
+        forward_fn: ``forward_fn(model, batch) -> (logits, targets)``; default
+            :func:`default_forward`.
+        ignore_index: targets with this value count neither in the loss nor in the accuracy.
+        grad_clip: clip the gradients' global norm to this value (> 0), or None for no clipping.
+        seed: seeds the shuffling and every random draw during training (dropout included);
+            the caller's random state is restored afterwards.
+        device: where to train (default :func:`get_device`); the model is moved there.
+        progress: show a progress bar.
+        after_step, after_epoch: called as ``after_step(step, model)`` after every optimiser step
+            and ``after_epoch(epoch, model)`` after every epoch (counted from 0), e.g. to evaluate
+            or keep a snapshot.
+
+    Raises a ``FloatingPointError`` naming the epoch, step and batch when a loss or gradient is
+    not finite, before the update: the model keeps its last finite weights.
     """
-    check_positive_int(epochs, "epochs")
-    check_positive_int(batch_size, "batch_size")
-    _check_data(train_data, "train_data")
+    _check_fit_arguments(model, epochs, batch_size, lr, weight_decay, grad_clip, seed, warmup,
+                         ignore_index, progress, forward_fn, after_step, after_epoch)
+    n = _check_data(train_data, "train_data")
     if eval_data is not None:
         _check_data(eval_data, "eval_data")
     device = device or get_device()
     model.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    generator = torch.Generator().manual_seed(seed)
-    loss_ignore = ignore_index if ignore_index is not None else -100
-    history = History()
-    n = train_data[0].shape[0]
-    bar = tqdm(range(epochs), desc=desc, disable=not progress, mininterval=0.5)
-    for _ in bar:
-        model.train()
-        order = torch.randperm(n, generator=generator)
-        epoch_loss, correct, total = 0.0, 0.0, 0
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            batch = [t[idx].to(device) for t in train_data]
-            logits, targets = forward_fn(model, batch)
-            loss = cross_entropy(logits, targets, ignore_index=loss_ignore)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-            optimizer.step()
-            count = (
-                int((targets != ignore_index).sum()) if ignore_index is not None else targets.numel()
-            )
-            epoch_loss += loss.item() * count  # the loss is a mean over the counted targets
-            correct += accuracy(logits.detach(), targets, ignore_index) * count
-            total += count
-            history.step_loss.append(loss.item())
-        history.loss.append(epoch_loss / max(total, 1))  # mean over every counted target
-        history.train_accuracy.append(correct / max(total, 1))
-        postfix = {"loss": f"{history.loss[-1]:.3f}", "acc": f"{history.train_accuracy[-1]:.3f}"}
-        if eval_data is not None:
-            history.eval_accuracy.append(
-                evaluate(model, eval_data, forward_fn=forward_fn, ignore_index=ignore_index)
-            )
-            postfix["eval_acc"] = f"{history.eval_accuracy[-1]:.3f}"
-        bar.set_postfix(postfix)
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay)
+    batches_per_epoch = math.ceil(n / batch_size)
+    scheduler = _make_schedule(schedule, optimizer, epochs * batches_per_epoch, warmup)
+    rng_devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=rng_devices):  # the caller's random state is kept
+        torch.manual_seed(seed)  # dropout and any other draw during training
+        generator = torch.Generator().manual_seed(seed)  # the shuffling
+        history = History()
+        bar = tqdm(range(epochs), desc=desc, disable=not progress, mininterval=0.5)
+        for epoch in bar:
+            _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimizer,
+                             scheduler, parameters, forward_fn, ignore_index, grad_clip, device,
+                             history, after_step)
+            postfix = {"loss": f"{history.loss[-1]:.3f}", "acc": f"{history.train_accuracy[-1]:.3f}"}
+            if eval_data is not None:
+                history.eval_accuracy.append(
+                    evaluate(model, eval_data, forward_fn=forward_fn, ignore_index=ignore_index)
+                )
+                postfix["eval_acc"] = f"{history.eval_accuracy[-1]:.3f}"
+            bar.set_postfix(postfix)
+            if after_epoch is not None:
+                after_epoch(epoch, model)
     return history
+
+
+def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimizer, scheduler,
+                     parameters, forward_fn, ignore_index, grad_clip, device, history,
+                     after_step) -> None:
+    """One pass over ``train_data`` in a new random order; appends to ``history``."""
+    model.train()
+    order = torch.randperm(n, generator=generator)
+    loss_ignore = ignore_index if ignore_index is not None else -100
+    epoch_loss, correct, total = 0.0, 0.0, 0
+    for batch_index, rows in enumerate(order.split(batch_size)):
+        step = len(history.step_loss)
+        where = (f"epoch {epoch + 1}, batch {batch_index + 1} of {math.ceil(n / batch_size)}, "
+                 f"optimiser step {step + 1}")
+        batch = [t[rows].to(device) for t in train_data]
+        logits, targets = _check_outputs(forward_fn(model, batch), where, ignore_index)
+        count = _counted(targets, ignore_index)
+        if count == 0:  # every target is ignore_index: nothing to learn, nothing to add
+            continue
+        loss = cross_entropy(logits, targets, ignore_index=loss_ignore)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"the loss is {loss.item()} at {where} (examples {rows[:8].tolist()}"
+                f"{', ...' if len(rows) > 8 else ''}): training stopped before this step, the "
+                "model keeps its last finite weights. Look for NaN/inf in these inputs, or try a "
+                "smaller lr"
+            )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        # the global gradient norm (clipped to grad_clip, if set): a non-finite one stops here
+        norm = nn.utils.clip_grad_norm_(parameters, grad_clip if grad_clip is not None else math.inf)
+        if not torch.isfinite(norm):
+            optimizer.zero_grad(set_to_none=True)
+            raise FloatingPointError(
+                f"the gradient norm is {norm.item()} at {where} (loss {loss.item():.4g}): "
+                "training stopped before this step, the model keeps its last finite weights"
+            )
+        history.lr.append(optimizer.param_groups[0]["lr"])  # the rate this step uses
+        optimizer.step()
+        scheduler.step()
+        epoch_loss += loss.item() * count  # the loss is a mean over the counted targets
+        correct += accuracy(logits.detach(), targets, ignore_index) * count
+        total += count
+        history.step_loss.append(loss.item())
+        if after_step is not None:
+            after_step(step, model)
+    if total == 0:
+        raise ValueError(
+            f"every target in train_data is ignore_index={ignore_index}: there is nothing to "
+            "learn from"
+        )
+    history.loss.append(epoch_loss / total)  # mean over every counted target of the epoch
+    history.train_accuracy.append(correct / total)

@@ -3,9 +3,10 @@
 import matplotlib
 import pytest
 import torch
+from torch import nn
 
 from lectures_lib import plotting
-from lectures_lib.training import History
+from lectures_lib.training import History, fit
 
 
 def test_plots_draw_and_validate():
@@ -49,4 +50,18 @@ def test_plot_history_one_colour_per_run_and_legend_outside_the_curves():
     legend_box = ax_acc.get_legend().get_window_extent()
     axes_box = ax_acc.get_window_extent()
     assert legend_box.x0 >= axes_box.x1, "the legend sits right of the panel, over no curve"
+    matplotlib.pyplot.close("all")
+
+
+def test_plot_history_adds_a_learning_rate_panel():
+    matplotlib.use("Agg")
+    x = torch.randn(96, 4, generator=torch.Generator().manual_seed(0))
+    history = fit(nn.Linear(4, 2), (x, (x[:, 0] > 0).long()), epochs=2, progress=False,
+                  device=torch.device("cpu"))
+    fig = plotting.plot_history({"a": history, "b": history})
+    assert len(fig.axes) == 3
+    lr_axis = fig.axes[2]
+    assert list(lr_axis.lines[0].get_ydata()) == pytest.approx(history.lr)
+    no_lr = History(loss=[1.0, 0.5], train_accuracy=[0.5, 0.9])
+    assert len(plotting.plot_history(no_lr).axes) == 2
     matplotlib.pyplot.close("all")

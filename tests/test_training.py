@@ -1,10 +1,15 @@
-"""lectures_lib.training: accuracy, fit and evaluate."""
+"""lectures_lib.training: accuracy, fit and evaluate; fit's learning-rate schedules, its loud
+failures (nothing lost) and its reproducibility."""
+
+import math
+import subprocess
+import sys
 
 import pytest
 import torch
 from torch import nn
 
-from lectures_lib.training import History, accuracy, evaluate, fit
+from lectures_lib.training import History, accuracy, evaluate, fit, lr_schedule
 
 
 def test_accuracy_and_ignore_index():
@@ -52,3 +57,258 @@ def test_fit_rejects_mismatched_data():
         fit(nn.Linear(4, 2), (x, y[:10]), epochs=1, progress=False)
     with pytest.raises(TypeError, match="tuple of tensors"):
         fit(nn.Linear(4, 2), x, epochs=1, progress=False)
+
+
+CPU = torch.device("cpu")
+
+
+def _data(n=96, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 4, generator=generator)
+    return x, (x[:, 0] > 0).long()
+
+
+def _state(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _same_state(a, b):
+    return all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _fit(model, data, **kwargs):
+    kwargs.setdefault("epochs", 1)
+    kwargs.setdefault("progress", False)
+    return fit(model, data, device=CPU, **kwargs)
+
+
+# --------------------------------------------------------------------------------- schedules
+
+
+def test_warmup_cosine_rises_linearly_then_decays_by_the_formula():
+    history = _fit(nn.Linear(4, 2), _data(200), epochs=5, batch_size=10, lr=0.01, warmup=0.1)
+    total, warmup = 100, 10
+    assert len(history.lr) == len(history.step_loss) == total
+    expected = [0.01 * (s + 1) / warmup for s in range(warmup)] + [
+        0.01 * 0.5 * (1 + math.cos(math.pi * (s - warmup) / (total - warmup)))
+        for s in range(warmup, total)
+    ]
+    assert history.lr == pytest.approx(expected, rel=1e-9)
+    assert max(history.lr) == pytest.approx(0.01) and history.lr[-1] < 0.01 * 0.01
+
+
+def test_one_cycle_is_pytorchs_one_cycle_and_constant_is_constant():
+    history = _fit(nn.Linear(4, 2), _data(), epochs=2, batch_size=8, lr=0.02,
+                   schedule="one_cycle", warmup=0.25)
+    optimizer = torch.optim.AdamW(nn.Linear(4, 2).parameters(), lr=0.02)
+    reference = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.02, total_steps=24,
+                                                    pct_start=0.25)
+    expected = []
+    for _ in range(24):
+        expected.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        reference.step()
+    assert history.lr == pytest.approx(expected)
+    flat = _fit(nn.Linear(4, 2), _data(), epochs=2, lr=0.02, schedule="constant")
+    assert flat.lr == [0.02] * len(flat.step_loss)
+
+
+def test_a_scheduler_factory_gets_the_optimizer_and_the_planned_steps():
+    seen = {}
+
+    def halve_every_five(optimizer, total_steps):
+        seen["total_steps"] = total_steps
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=5, gamma=0.5)
+
+    history = _fit(nn.Linear(4, 2), _data(), epochs=2, batch_size=16, lr=0.1,
+                   schedule=halve_every_five)
+    assert seen["total_steps"] == 12
+    assert history.lr == pytest.approx([0.1 * 0.5 ** (s // 5) for s in range(12)])
+    with pytest.raises(TypeError, match="step\\(\\) method"):
+        _fit(nn.Linear(4, 2), _data(), schedule=lambda optimizer, steps: 3)
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        _fit(nn.Linear(4, 2), _data(), schedule="cosine")
+
+
+def test_lr_schedule_checks_warmup_and_steps():
+    optimizer = torch.optim.AdamW(nn.Linear(2, 2).parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="warmup"):
+        lr_schedule(optimizer, 10, "warmup_cosine", warmup=1.0)
+    with pytest.raises(ValueError, match="total_steps"):
+        lr_schedule(optimizer, 0)
+
+
+# ----------------------------------------------------------------------- loud failures
+
+
+def test_a_nan_loss_stops_before_the_bad_step_and_keeps_the_last_finite_weights():
+    x, y = _data(64)
+    x[37, 1] = float("nan")  # one NaN input is enough
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    snapshots = [_state(model)]
+    with pytest.raises(FloatingPointError, match=r"epoch 1, batch \d+ of 8, optimiser step \d+") as error:
+        _fit(model, (x, y), batch_size=8, after_step=lambda step, m: snapshots.append(_state(m)))
+    assert "37" in str(error.value), "the message names the examples of the bad batch"
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    assert _same_state(_state(model), snapshots[-1]), "the weights of the last finite step"
+
+
+def test_a_non_finite_gradient_stops_before_the_step():
+    class InfGrad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.linear(x) * torch.where(x[:, :1] > 5, torch.tensor(1e30), torch.tensor(1.0))
+
+    x, y = _data(32)
+    x[5, 0] = 10.0
+    model = InfGrad()
+    before = _state(model)
+    with pytest.raises(FloatingPointError, match="optimiser step"):
+        _fit(model, (x, y), batch_size=32)
+    assert _same_state(before, _state(model))
+
+
+@pytest.mark.parametrize(
+    "targets, message",
+    [
+        (torch.zeros(96, 3, dtype=torch.long), "do not match"),
+        (torch.full((96,), 2), "class ids in \\[2, 2\\]"),
+        (torch.zeros(96), "dtype integer"),
+    ],
+)
+def test_bad_targets_are_refused_before_anything_changes(targets, message):
+    model = nn.Linear(4, 2)
+    before = _state(model)
+    with pytest.raises((ValueError, TypeError), match=message):
+        _fit(model, (_data()[0], targets))
+    assert _same_state(before, _state(model))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"grad_clip": 0}, ValueError, "grad_clip must be a finite number > 0, got 0"),
+        ({"grad_clip": -1.0}, ValueError, "grad_clip must be a finite number > 0, got -1.0"),
+        ({"grad_clip": float("inf")}, ValueError, "grad_clip"),
+        ({"lr": 0.0}, ValueError, "lr must be a finite number > 0, got 0.0"),
+        ({"lr": float("nan")}, ValueError, "lr must be"),
+        ({"lr": "1e-3"}, TypeError, "lr must be a number, got str"),
+        ({"weight_decay": -0.1}, ValueError, "weight_decay must be a finite number >= 0"),
+        ({"batch_size": 0}, ValueError, "batch_size must be >= 1, got 0"),
+        ({"epochs": 0}, ValueError, "epochs must be >= 1, got 0"),
+        ({"warmup": 1.5}, ValueError, "warmup"),
+        ({"seed": 1.5}, TypeError, "seed must be an int"),
+        ({"ignore_index": 1.0}, TypeError, "ignore_index"),
+        ({"progress": "yes"}, TypeError, "progress must be a bool"),
+        ({"forward_fn": 3}, TypeError, "forward_fn must be None or a callable"),
+        ({"after_step": 3}, TypeError, "after_step"),
+    ],
+)
+def test_bad_arguments_name_the_argument_the_expected_and_the_actual(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        _fit(nn.Linear(4, 2), _data(), **kwargs)
+
+
+def test_empty_data_and_bad_evaluate_arguments_are_refused():
+    x, y = _data()
+    with pytest.raises(ValueError, match="train_data holds no examples"):
+        _fit(nn.Linear(4, 2), (x[:0], y[:0]))
+    with pytest.raises(ValueError, match="eval_data holds no examples"):
+        _fit(nn.Linear(4, 2), (x, y), eval_data=(x[:0], y[:0]))
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        evaluate(nn.Linear(4, 2), (x, y), batch_size=0)
+    with pytest.raises(ValueError, match="data holds no examples"):
+        evaluate(nn.Linear(4, 2), (x[:0], y[:0]))
+    with pytest.raises(TypeError, match="forward_fn must return \\(logits, targets\\)"):
+        _fit(nn.Linear(4, 2), (x, y), forward_fn=lambda model, batch: model(batch[0]))
+    with pytest.raises(ValueError, match="nothing to evaluate"):
+        evaluate(nn.Linear(4, 2), (x, torch.full_like(y, -1)), ignore_index=-1)
+
+
+class PerPosition(nn.Module):
+    """(batch, seq, 4) -> (batch, seq, 3) logits: a target per position."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def test_an_all_ignored_batch_is_skipped_and_adds_nothing_to_the_epoch_loss():
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(12, 5, 4, generator=generator)
+    y = torch.randint(0, 3, (12, 5), generator=generator)
+    y[:, 3:] = -1  # every example has 3 counted targets ...
+    y[[2, 7, 9]] = -1  # ... but three have none at all
+    history = _fit(PerPosition(), (x, y), batch_size=1, ignore_index=-1, lr=1e-2)
+    assert len(history.step_loss) == 9, "no optimiser step for the all-ignored examples"
+    assert all(math.isfinite(v) for v in history.loss + history.step_loss)
+    # each counted example has 3 targets: the epoch loss is the plain mean of the step losses
+    assert history.loss[0] == pytest.approx(sum(history.step_loss) / 9)
+    with pytest.raises(ValueError, match="every target in train_data is ignore_index"):
+        _fit(PerPosition(), (x, torch.full_like(y, -1)), ignore_index=-1)
+
+
+def test_callbacks_run_after_every_step_and_epoch():
+    steps, epochs = [], []
+    _fit(nn.Linear(4, 2), _data(), epochs=2, batch_size=32,
+         after_step=lambda step, model: steps.append(step),
+         after_epoch=lambda epoch, model: epochs.append(epoch))
+    assert steps == list(range(6)) and epochs == [0, 1]
+
+
+# ------------------------------------------------------------------------- reproducibility
+
+
+def _dropout_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 2))
+
+
+def test_fit_seed_makes_a_run_with_dropout_repeat_and_leaves_the_callers_rng_alone():
+    runs = []
+    for _ in range(2):
+        model = _dropout_model()
+        torch.manual_seed(123)  # the caller's state differs from the fit seed ...
+        torch.rand(5)  # ... and is advanced differently before each run
+        runs.append((_fit(model, _data(), epochs=2, seed=7).step_loss, _state(model)))
+    assert runs[0][0] == runs[1][0] and _same_state(runs[0][1], runs[1][1])
+    other = _fit(_dropout_model(), _data(), epochs=2, seed=8).step_loss
+    assert other != runs[0][0], "another seed gives another run"
+
+    model = _dropout_model()
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    _fit(model, _data(), seed=7)
+    assert torch.equal(torch.rand(3), expected), "fit does not consume the caller's random state"
+
+
+_SCRIPT = """
+import torch
+from torch import nn
+from lectures_lib.training import fit
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 2))
+x = torch.randn(96, 4, generator=torch.Generator().manual_seed(0))
+torch.manual_seed(int(__import__('sys').argv[1]))  # a different caller state per process
+history = fit(model, (x, (x[:, 0] > 0).long()), epochs=2, seed=7, progress=False,
+              device=torch.device('cpu'))
+print(repr(history.step_loss))
+"""
+
+
+def test_fit_seed_repeats_across_processes():
+    outputs = {
+        subprocess.run([sys.executable, "-c", _SCRIPT, str(state)], capture_output=True,
+                       text=True, check=True).stdout
+        for state in (1, 2)
+    }
+    assert len(outputs) == 1, "two processes with the same fit seed give the same losses"
+

@@ -23,7 +23,7 @@ def retrieval_accuracy(factory, seq_len=16, epochs=12, seed=0, n_keys=4):
     test = retrieval_task(256, seq_len, n_keys=n_keys, seed=seed + 1000)
     model = EncoderTagger(retrieval_vocab_size(n_keys), 4, d_model=32, num_heads=2,
                           num_layers=1, d_ff=64, max_len=seq_len, attention=factory)
-    fit(model, train, epochs=epochs, batch_size=32, lr=3e-3, forward_fn=last_position,
+    fit(model, train, epochs=epochs, batch_size=32, lr=3e-3, schedule="constant", forward_fn=last_position,
         progress=False, device=torch.device("cpu"))
     return evaluate(model, test, forward_fn=last_position, device=torch.device("cpu"))
 
@@ -35,7 +35,7 @@ def previous_token_accuracy(factory, seq_len=12, epochs=20, vocab=8):
     labels = torch.cat([torch.zeros(512, 1, dtype=torch.long), tokens[:, :-1]], dim=1)
     model = EncoderTagger(vocab, vocab, d_model=32, num_heads=2, num_layers=1, d_ff=64,
                           max_len=seq_len, attention=factory)
-    fit(model, (tokens[:384], labels[:384]), epochs=epochs, batch_size=16, lr=1e-2,
+    fit(model, (tokens[:384], labels[:384]), epochs=epochs, batch_size=16, lr=1e-2, schedule="constant",
         progress=False, device=torch.device("cpu"))
     return evaluate(model, (tokens[384:], labels[384:]), device=torch.device("cpu"))
 
