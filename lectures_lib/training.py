@@ -254,6 +254,10 @@ def lr_schedule(
     ``warmup`` is a fraction of ``total_steps`` in ``[0, 1)``. The default trains the models of
     ``04`` and ``05`` (``05`` plots it); ``benchmarks/README.md`` compares the three.
     """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     total_steps = check_positive_int(total_steps, "total_steps")
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES} or a factory, got {schedule!r}")

@@ -125,6 +125,11 @@ def history(epochs: int = 1) -> training.History:
 
 
 NAN, INF = float("nan"), float("inf")
+
+def adamw():
+    return torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
+
+
 R = Row
 
 # ---- the table ---------------------------------------------------------------------------------
@@ -454,6 +459,11 @@ ROWS: list[Row] = [
     R(clustering.LSHAttention, "n_hashes = 0", lambda: clustering.LSHAttention(8, 2, n_hashes=0), ValueError, "n_hashes must be >= 1"),
     R(clustering.RoutingAttention, "decay = nan", lambda: clustering.RoutingAttention(8, 2, decay=NAN), ValueError, "decay must be in [0, 1)"),
     # training (issue 12 owns the checks of fit/evaluate: rows for what is refused today)
+    R(training.lr_schedule, "not an optimiser", lambda: training.lr_schedule("adam", 10), TypeError, "optimizer must be a torch.optim.Optimizer"),
+    R(training.lr_schedule, "total_steps = 0", lambda: training.lr_schedule(adamw(), 0), ValueError, "total_steps must be >= 1"),
+    R(training.lr_schedule, "unknown schedule", lambda: training.lr_schedule(adamw(), 10, "linear"), ValueError, "schedule must be one of"),
+    R(training.lr_schedule, "warmup = 1", lambda: training.lr_schedule(adamw(), 10, warmup=1.0), ValueError, "warmup is a fraction"),
+    R(training.lr_schedule, "negative warmup", lambda: training.lr_schedule(adamw(), 10, warmup=-0.1), ValueError, "warmup must be"),
     R(training.fit, "epochs = 0", lambda: training.fit(tagger(), (ids(4, 3), ids(4, 3, high=3)), epochs=0, progress=False), ValueError, "epochs must be >= 1"),
     R(training.fit, "batch_size = 0", lambda: training.fit(tagger(), (ids(4, 3), ids(4, 3, high=3)), epochs=1, batch_size=0, progress=False), ValueError, "batch_size must be >= 1"),
     R(training.fit, "data a list", lambda: training.fit(tagger(), [ids(4, 3)], epochs=1, progress=False), TypeError, "train_data must be a tuple of tensors"),
@@ -477,6 +487,11 @@ ROWS: list[Row] = [
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {
+    "lectures_lib.attention.KeyValueCache": "a container the decoder fills step by step; it holds "
+    "what the library's own forward_cached appends",
+    "lectures_lib.attention.kv_cache_problem": "accepts any object: it answers with the reason a "
+    "module cannot use the cache, or None",
+    "lectures_lib.models.DecoderCache": "built by Transformer.init_cache, not by hand",
     "lectures_lib.utils.at_boundary": "takes no argument",
     "lectures_lib.utils.inside_library": "takes no argument",
     "lectures_lib.layers.AttentionFactory": "a type alias, not a function",
