@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import torch
 from torch import nn
@@ -521,6 +521,12 @@ def sentence_bleu(
     for name, tokens in (("candidate", candidate), ("reference", reference)):
         if isinstance(tokens, (str, torch.Tensor)) or not isinstance(tokens, Sequence):
             raise TypeError(f"{name} must be a list of tokens, got {type(tokens).__name__}")
+        for position, token in enumerate(tokens):
+            if not isinstance(token, Hashable):
+                raise TypeError(
+                    f"{name}[{position}] is a {type(token).__name__}: tokens must be hashable "
+                    "(strings or ints) so that n-grams can be counted"
+                )
     candidate, reference = list(candidate), list(reference)
     if not candidate or not reference:
         return 0.0

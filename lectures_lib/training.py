@@ -86,11 +86,7 @@ def accuracy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int | No
     ``logits``: ``(..., n_classes)``; ``targets``: ``(...)`` integer class ids. Positions whose
     target is ``ignore_index`` (e.g. padding) are not counted.
     """
-    if logits.shape[:-1] != targets.shape:
-        raise ValueError(
-            f"logits (..., n_classes) and targets (...) do not match: logits {tuple(logits.shape)}, "
-            f"targets {tuple(targets.shape)}"
-        )
+    _check_outputs((logits, targets), "accuracy", ignore_index)
     correct = logits.argmax(dim=-1) == targets
     if ignore_index is not None:
         keep = targets != ignore_index
@@ -101,7 +97,11 @@ def accuracy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int | No
 def cross_entropy(
     logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100
 ) -> torch.Tensor:
-    """Cross-entropy for logits ``(..., n_classes)`` and targets ``(...)`` of any leading shape."""
+    """Cross-entropy for logits ``(..., n_classes)`` and integer targets ``(...)`` of the same
+    leading shape (checked: targets of another shape with as many elements are refused)."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
+    _check_outputs((logits, targets), "cross_entropy", ignore_index)
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore_index
     )

@@ -459,6 +459,9 @@ ROWS: list[Row] = [
     R(clustering.LSHAttention, "n_hashes = 0", lambda: clustering.LSHAttention(8, 2, n_hashes=0), ValueError, "n_hashes must be >= 1"),
     R(clustering.RoutingAttention, "decay = nan", lambda: clustering.RoutingAttention(8, 2, decay=NAN), ValueError, "decay must be in [0, 1)"),
     # training (issue 12 owns the checks of fit/evaluate: rows for what is refused today)
+    R(training.accuracy, "float targets", lambda: training.accuracy(floats(2, 3, 4), floats(2, 3)), TypeError, "targets (accuracy) must have dtype integer"),
+    R(training.cross_entropy, "targets of another shape, same numel", lambda: training.cross_entropy(floats(2, 3, 4), ids(3, 2, high=4)), ValueError, "do not match"),
+    R(decoding.sentence_bleu, "unhashable tokens", lambda: decoding.sentence_bleu([[1], [2]], [[1], [2]]), TypeError, "tokens must be hashable"),
     R(training.lr_schedule, "not an optimiser", lambda: training.lr_schedule("adam", 10), TypeError, "optimizer must be a torch.optim.Optimizer"),
     R(training.lr_schedule, "total_steps = 0", lambda: training.lr_schedule(adamw(), 0), ValueError, "total_steps must be >= 1"),
     R(training.lr_schedule, "unknown schedule", lambda: training.lr_schedule(adamw(), 10, "linear"), ValueError, "schedule must be one of"),
@@ -507,7 +510,6 @@ NO_ROW: dict[str, str] = {
     "width give PyTorch's matmul error today",
     "lectures_lib.variants.sparse.sparse_pattern": "issue 8 (owner): a key_index past n gives "
     "PyTorch's index error today",
-    "lectures_lib.training.cross_entropy": "issue 12 adds its target checks (wrong shape, same numel)",
     "lectures_lib.training.default_forward": "issue 12: a bad batch raises Python's unpacking error today",
 }
 # Modules whose public names are checked elsewhere or owned by another issue, with the reason.
