@@ -157,6 +157,16 @@ def _eval_mode(model):
 # ---------------------------------------------------------------------------------------------
 
 
+def _append_token(tokens, scores, finished, next_token, log_probs, eos_id, pad_id):
+    """One step of greedy or sampled decoding: append ``next_token`` (``pad_id`` for sequences
+    already finished, at no cost) and its log-probability; mark the sequences that said END."""
+    next_token = next_token.masked_fill(finished, pad_id)  # (batch,)
+    token_log_prob = log_probs.gather(1, next_token[:, None]).squeeze(1)  # (batch,)
+    scores = scores + token_log_prob.masked_fill(finished, 0.0)
+    tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (batch, t + 1)
+    return tokens, scores, finished | (next_token == eos_id)
+
+
 @torch.no_grad()
 def greedy_decode(
     model,
@@ -204,11 +214,9 @@ def greedy_decode(
         for _ in range(max_len):
             log_probs = steps.next_log_probs(tokens)  # (batch, vocab)
             next_token = log_probs.argmax(dim=-1)  # (batch,)
-            next_token = next_token.masked_fill(finished, pad_id)  # finished: pad, at no cost
-            token_log_prob = log_probs.gather(1, next_token[:, None]).squeeze(1)  # (batch,)
-            scores = scores + token_log_prob.masked_fill(finished, 0.0)
-            tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (batch, t + 1)
-            finished = finished | (next_token == eos_id)
+            tokens, scores, finished = _append_token(
+                tokens, scores, finished, next_token, log_probs, eos_id, pad_id
+            )
             if bool(finished.all()):
                 break
     output = tokens[:, 1:]  # (batch, n_out): drop BEGIN
@@ -281,11 +289,9 @@ def sample_decode(
                 scaled = scaled.masked_fill(scaled < kth_best, -math.inf)  # only the k best
             probs = torch.softmax(scaled, dim=-1)  # (batch, vocab)
             next_token = torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (batch,)
-            next_token = next_token.masked_fill(finished, pad_id)  # finished: pad, at no cost
-            token_log_prob = log_probs.gather(1, next_token[:, None]).squeeze(1)  # (batch,)
-            scores = scores + token_log_prob.masked_fill(finished, 0.0)
-            tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (batch, t + 1)
-            finished = finished | (next_token == eos_id)
+            tokens, scores, finished = _append_token(
+                tokens, scores, finished, next_token, log_probs, eos_id, pad_id
+            )
             if bool(finished.all()):
                 break
     output = tokens[:, 1:]  # (batch, n_out): drop BEGIN
