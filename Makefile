@@ -21,7 +21,8 @@ help:
 	@echo "make lab          open JupyterLab on notebooks/ (creates .venv on first use)"
 	@echo "make lab-student  open your own copies in student/ (solutions stripped)"
 	@echo "make test         lint + unit tests (browser test included) + every notebook under nbval"
-	@echo "make notebooks    re-execute every notebook in place (refresh the stored outputs)"
+	@echo "make notebooks    re-execute every notebook in place (refresh the stored outputs;"
+	@echo "                  REMEASURE=1 also stores new timings)"
 	@echo "make student      write student versions (solutions stripped) to student/"
 	@echo "make site         static HTML of the executed notebooks in build/site/"
 	@echo "make bench        attention, training and decoding speed benchmarks (not part of the tests)"
@@ -58,7 +59,7 @@ nbval: $(STAMP)
 	$(BIN)/python -m lectures_lib test nbval --workers $(WORKERS)
 
 notebooks: $(STAMP)
-	$(BIN)/python -m lectures_lib notebooks
+	$(BIN)/python -m lectures_lib notebooks $(if $(REMEASURE),--remeasure)
 
 site: $(STAMP)
 	$(BIN)/python -m lectures_lib site

@@ -4,7 +4,8 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
 
     python -m lectures_lib lab [--student]   JupyterLab on notebooks/ (or your copies in student/)
     python -m lectures_lib test [PART ...]   lint + unit tests + every notebook under nbval
-    python -m lectures_lib notebooks         re-execute every notebook in place (stored outputs)
+    python -m lectures_lib notebooks         re-execute every notebook in place (stored outputs;
+                                             --remeasure also stores new timings)
     python -m lectures_lib student           write the student versions to student/ (overwrites)
     python -m lectures_lib site              build the static site in build/site/
 
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m lectures_lib",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.splitlines()[3:10]),
+        epilog="\n".join(__doc__.splitlines()[3:11]),
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("lab", help="start JupyterLab (--help for its options)", add_help=False)
@@ -61,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     test.add_argument("parts", nargs="*", metavar="PART",
                       help=f"any of {', '.join(TEST_PARTS)} (default: all, in this order)")
     test.add_argument("--workers", type=int, default=2, help="parallel pytest workers (default 2)")
-    commands.add_parser("notebooks", help="re-execute every notebook in place")
+    notebooks = commands.add_parser("notebooks", help="re-execute every notebook in place")
+    notebooks.add_argument("--remeasure", action="store_true",
+                           help="also store new outputs of the cells that print timings")
     commands.add_parser("student", help="write student versions of the notebooks to student/")
     site = commands.add_parser("site", help="build the static HTML site in build/site/")
     site.add_argument("--out", type=Path, default=ROOT / "build" / "site")
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "notebooks":
         from .notebooks import main as notebooks_main
 
-        return notebooks_main(["execute", str(ROOT / "notebooks")])
+        return notebooks_main(["execute", str(ROOT / "notebooks")]
+                              + (["--remeasure"] if args.remeasure else []))
     if args.command == "student":
         from .exercises import main as exercises_main
 

@@ -13,12 +13,20 @@ empty. Two things see to that:
   progress bar a format without elapsed time, remaining time or speed;
 * :func:`clean_stream_outputs` merges each run of consecutive stream outputs and applies the
   carriage returns a terminal would, so a progress bar is stored as its final line only, instead
-  of one output per refresh.
+  of one output per refresh;
+* a cell tagged :data:`MEASURED_TAG` (cell metadata ``"tags": ["measured"]``) prints or plots
+  wall-clock times, which differ on every run. It is executed like every other cell (its asserts
+  run), but its stored outputs are those of the run that first stored them, kept for as long as
+  its source is the one that produced them (a fingerprint in the cell's metadata says which);
+  ``--remeasure`` stores the new run's. A reader of the static notebook sees
+  times measured once, a student running it sees their own machine's.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import hashlib
 import os
 import re
 import sys
@@ -36,6 +44,8 @@ STORED_OUTPUT_ENV = {
 }
 
 # Everything on a line up to a carriage return that more text follows (what a terminal overwrites).
+MEASURED_TAG = "measured"  # cells whose outputs hold timings: see the module's docstring
+
 _OVERWRITTEN = re.compile(r"[^\n]*\r(?=[^\r\n])")
 _BACKSPACE = re.compile("[^\n\x08]\x08")  # a character, then a backspace (\x08) erasing it
 
@@ -104,9 +114,38 @@ def find_notebooks(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
-def execute_in_place(path: Path, timeout: int = 600) -> float:
-    """Execute one notebook in a fresh ``python3`` kernel and save it; returns seconds taken."""
+def is_measured(cell) -> bool:
+    """Whether ``cell`` is a code cell tagged :data:`MEASURED_TAG` (its outputs hold timings)."""
+    return cell.cell_type == "code" and MEASURED_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def source_fingerprint(source: str) -> str:
+    """The SHA-256 of a cell's source: stored with a measured cell's outputs (what produced them)."""
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def stored_measurements(notebook) -> dict[int, list]:
+    """Copies of the stored outputs of the measured cells that their current source produced.
+
+    Keyed by the cell's index. A measured cell records the fingerprint of the source its outputs
+    came from (``metadata["measured"]["source_sha256"]``); a cell edited since is left out.
+    """
+    kept = {}
+    for index, cell in enumerate(notebook.cells):
+        recorded = cell.get("metadata", {}).get(MEASURED_TAG, {}).get("source_sha256")
+        if is_measured(cell) and cell.outputs and recorded == source_fingerprint(cell.source):
+            kept[index] = copy.deepcopy(cell.outputs)
+    return kept
+
+
+def execute_in_place(path: Path, timeout: int = 600, remeasure: bool = False) -> float:
+    """Execute one notebook in a fresh ``python3`` kernel and save it; returns seconds taken.
+
+    Measured cells (:func:`is_measured`) whose source is unchanged keep their stored outputs
+    unless ``remeasure``.
+    """
     notebook = nbformat.read(path, as_version=4)
+    kept = {} if remeasure else stored_measurements(notebook)
     client = NotebookClient(
         notebook,
         timeout=timeout,
@@ -120,6 +159,14 @@ def execute_in_place(path: Path, timeout: int = 600) -> float:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = clean_stream_outputs(cell.outputs)
+    for index, cell in enumerate(notebook.cells):
+        if index in kept:
+            cell.outputs = kept[index]
+            for output in cell.outputs:  # numbered by this run, like the cells around it
+                if output.get("output_type") == "execute_result":
+                    output["execution_count"] = cell.execution_count
+        elif is_measured(cell):
+            cell.metadata[MEASURED_TAG] = {"source_sha256": source_fingerprint(cell.source)}
     nbformat.write(notebook, path)
     return seconds
 
@@ -129,12 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     execute = commands.add_parser("execute", help="execute notebooks in place")
     execute.add_argument("path", type=Path, help="a notebook or a folder of notebooks")
+    execute.add_argument("--remeasure", action="store_true",
+                         help=f"store the new outputs of cells tagged {MEASURED_TAG!r} (timings) too")
     args = parser.parse_args(argv)
     failed = []
     for path in find_notebooks(args.path):
         print(f"executing {path} ...", flush=True)
         try:
-            seconds = execute_in_place(path)
+            seconds = execute_in_place(path, remeasure=args.remeasure)
         except Exception as error:  # report every failing notebook, then fail
             print(f"FAILED {path}: {type(error).__name__}: {str(error)[-2000:]}", file=sys.stderr)
             failed.append(path)

@@ -1,12 +1,19 @@
 """`make notebooks` (lectures_lib.notebooks) stores clean, reproducible outputs.
 
-A progress bar is stored as its final line, without timings; two runs write the same file.
+A progress bar is stored as its final line, without timings; two runs write the same file; a cell
+tagged "measured" keeps the timings it stored until its code changes.
 """
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from lectures_lib.notebooks import apply_control_characters, clean_stream_outputs, execute_in_place
+from lectures_lib.notebooks import (
+    MEASURED_TAG,
+    apply_control_characters,
+    clean_stream_outputs,
+    execute_in_place,
+)
 
 BAR_FRAMES = [
     "\rtraining:   0%|          | 0/3 [00:00<?, ?it/s]",
@@ -81,3 +88,58 @@ def test_executed_bar_is_one_line_without_timings_and_runs_repeat_exactly(tmp_pa
     assert bars == ["toy: 100%|██████████| 4/4\n"], f"one final line, no timing: {bars}"
     execute_in_place(path)
     assert path.read_text() == first, "a second run must store exactly the same notebook"
+
+
+def _one_cell_notebook(tmp_path, source, tags=()):
+    cell = new_code_cell(source)
+    cell.metadata["tags"] = list(tags)
+    notebook = new_notebook(cells=[cell])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = tmp_path / "timed.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+def _printed(path):
+    return "".join(o.text for o in nbformat.read(path, as_version=4).cells[0].outputs
+                   if o.output_type == "stream")
+
+
+TIMING_CELL = "import time\nprint(f'{time.perf_counter_ns()} ns')"
+
+
+def test_a_measured_cell_keeps_its_stored_timings_until_its_code_changes(tmp_path):
+    path = _one_cell_notebook(tmp_path, TIMING_CELL, tags=[MEASURED_TAG])
+    execute_in_place(path)
+    first = _printed(path)
+    assert first.endswith(" ns\n"), first
+    execute_in_place(path)
+    assert _printed(path) == first, "an unchanged measured cell keeps the stored timing"
+    execute_in_place(path, remeasure=True)
+    remeasured = _printed(path)
+    assert remeasured != first, "--remeasure stores the new run's timing"
+
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[0].source = TIMING_CELL + "  # changed"
+    nbformat.write(notebook, path)
+    execute_in_place(path)
+    assert _printed(path) not in ("", remeasured), "a changed cell is measured anew"
+
+
+def test_an_untagged_cell_stores_every_runs_output(tmp_path):
+    path = _one_cell_notebook(tmp_path, TIMING_CELL)
+    execute_in_place(path)
+    first = _printed(path)
+    execute_in_place(path)
+    assert _printed(path) != first
+
+
+def test_a_measured_cell_still_runs_its_asserts(tmp_path):
+    path = _one_cell_notebook(tmp_path, "print('1 ms')", tags=[MEASURED_TAG])
+    execute_in_place(path)
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[0].source = "print('1 ms')\nassert False, 'slower than claimed'"
+    nbformat.write(notebook, path)
+    with pytest.raises(Exception, match="slower than claimed"):
+        execute_in_place(path)

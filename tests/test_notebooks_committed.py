@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from lectures_lib.notebooks import MEASURED_TAG, is_measured
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 EXPECTED_SECTIONS = [
@@ -75,6 +77,21 @@ class TestStoredNotebook:
                 assert "\r" not in text, f"{path.name}: code cell {index} stores redrawn lines"
                 found = timing.search(text)
                 assert not found, f"{path.name}: code cell {index} stores a timing {found[0]!r}"
+
+    def test_stores_wall_clock_times_only_in_measured_cells(self, path):
+        """Times differ on every run: a cell that prints them is tagged "measured", so that
+        `make notebooks` keeps the stored ones and a second run leaves `git diff` empty."""
+        time_units = re.compile(r"\d\s*(ms|µs|us|seconds?)\b|\bms/step\b|\btime\b", re.IGNORECASE)
+        for index, cell in enumerate(_code_cells(nbformat.read(path, as_version=4))):
+            if is_measured(cell):
+                continue
+            for output in cell.get("outputs", []):
+                text = output.get("text", "") if output.output_type == "stream" else ""
+                found = time_units.search(text)
+                assert not found, (
+                    f"{path.name}: code cell {index} stores a wall-clock time ({found[0]!r}) but is "
+                    f"not tagged {MEASURED_TAG!r}: add the tag, or print work that is counted"
+                )
 
     def test_stores_no_path_of_this_machine(self, path):
         text = path.read_text()
