@@ -35,11 +35,14 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .utils import check_bool
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -100,6 +103,33 @@ class Region:
         return lines[self.begin + 1 : self.end]
 
 
+def _check_source(source: object, name: str = "source") -> None:
+    """A cell's source is a string, or a list of strings (nbformat's list of lines)."""
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return
+    if not isinstance(source, str):
+        raise TypeError(f"{name} must be a cell's source (a str or a list of str), got "
+                        f"{type(source).__name__} ({source!r:.60})")
+
+
+def _check_notebook(nb: object, name: str = "nb") -> None:
+    """A notebook as nbformat reads it: an object with a list of ``cells`` that have a
+    ``cell_type`` and a ``source``."""
+    cells = getattr(nb, "cells", None)
+    if not isinstance(cells, list) or not all(
+        hasattr(cell, "cell_type") and hasattr(cell, "source") for cell in cells
+    ):
+        raise TypeError(f"{name} must be a notebook read with nbformat.read(path, as_version=4), "
+                        f"got {type(nb).__name__}")
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str (the notebook's file name), got "
+                        f"{type(name).__name__} ({name!r})")
+    return name
+
+
 def _lines(source: str | list[str]) -> list[str]:
     if isinstance(source, list):  # nbformat may hand a cell's source over as a list of lines
         source = "".join(source)
@@ -112,6 +142,7 @@ def find_regions(source: str | list[str]) -> list[Region]:
     Raises :class:`MarkerError` (with the 1-based line number) on an END without its BEGIN, an
     END that closes the other kind, a BEGIN inside an open region, or a region left open.
     """
+    _check_source(source)
     regions: list[Region] = []
     open_at: tuple[str, int, str] | None = None  # (begin marker, line index, indentation)
     for index, line in enumerate(_lines(source)):
@@ -152,6 +183,9 @@ def strip_solutions(source: str | list[str], cell_type: str = "code") -> str:
     and :data:`MARKDOWN_STUB` in other cells; hidden-test regions disappear. A source without
     markers comes back unchanged. Raises :class:`MarkerError` on bad markers.
     """
+    _check_source(source)
+    if cell_type not in ("code", "markdown", "raw"):
+        raise ValueError(f"cell_type must be 'code', 'markdown' or 'raw', got {cell_type!r}")
     lines = _lines(source)
     regions = find_regions(lines)
     if not regions:
@@ -207,6 +241,7 @@ def _source(cell) -> str:
 
 def find_exercises(nb: NotebookNode) -> list[Exercise]:
     """The exercises of ``nb`` in order (see the module docstring for the convention)."""
+    _check_notebook(nb)
     exercises: list[Exercise] = []
     current: Exercise | None = None
     for index, cell in enumerate(nb.cells):
@@ -249,6 +284,8 @@ def annotate_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     solution or hidden tests outside any exercise gets ``{name}-cell-{index}`` (1 point for tests).
     Raises :class:`MarkerError` on bad markers, naming the notebook and the cell.
     """
+    _check_notebook(nb)
+    _check_name(name)
     annotated = copy.deepcopy(nb)
     for index, cell in enumerate(annotated.cells):
         try:
@@ -290,6 +327,8 @@ def release_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     in the nbgrader ``grade_id``s (:func:`annotate_notebook`). Cells keep their order and number,
     so cell ``i`` of the release is cell ``i`` of the original.
     """
+    _check_notebook(nb)
+    _check_name(name)
     student = annotate_notebook(nb, name)
     for index, cell in enumerate(student.cells):
         try:
@@ -317,6 +356,11 @@ def release(source: Path, out_dir: Path, *, keep_solutions: bool = False) -> lis
 
     from .notebooks import find_notebooks
 
+    for value, argument in ((source, "source"), (out_dir, "out_dir")):
+        if not isinstance(value, (str, os.PathLike)):
+            raise TypeError(f"{argument} must be a path (str or pathlib.Path), got "
+                            f"{type(value).__name__} ({value!r})")
+    check_bool(keep_solutions, "keep_solutions")
     source, out_dir = Path(source), Path(out_dir)
     if not source.exists():
         raise FileNotFoundError(f"{source} does not exist")

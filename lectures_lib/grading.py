@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from .exercises import annotate_notebook, find_exercises, strip_solutions
+from .utils import check_positive_float
 
 __all__ = ["DEFAULT_TIMEOUT", "grade_submission", "grade_paths", "format_table", "format_csv"]
 
@@ -45,6 +46,38 @@ _EXERCISES = re.compile(r"^##\s+Exercises?\b", re.MULTILINE)
 _HEADING = re.compile(r"^##\s", re.MULTILINE)
 _RESULT = re.compile(r"\[(?:PASSED|FAILED)\] [^\n]*")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _check_path(value: object, name: str) -> Path:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), got "
+                        f"{type(value).__name__} ({value!r:.60})")
+    return Path(value)
+
+
+def _check_options(timeout: object, course: object) -> tuple[float, Path]:
+    """The grader's options: a time limit in seconds (> 0, finite) and the course's folder."""
+    timeout = check_positive_float(timeout, "timeout")
+    course = _check_path(course, "course")
+    if not course.is_dir():
+        raise ValueError(f"course must be the folder of the course's notebooks, got {course} "
+                         "(not a folder)")
+    return timeout, course
+
+
+_REPORT_KEYS = ("submission", "notebook", "score", "max_score", "manual_max_score", "error",
+                "exercises")
+
+
+def _check_report(report: object, name: str = "report") -> None:
+    """A report as :func:`grade_submission` returns it."""
+    if not isinstance(report, dict):
+        raise TypeError(f"{name} must be a report dict from grade_submission, got "
+                        f"{type(report).__name__}")
+    missing = [key for key in _REPORT_KEYS if key not in report]
+    if missing:
+        raise ValueError(f"{name} must be a report from grade_submission (keys "
+                         f"{list(_REPORT_KEYS)}), missing {missing}")
 
 
 def _course_notebooks(course: Path) -> dict[str, Path]:
@@ -225,7 +258,8 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
     """
     import nbformat
 
-    path = Path(path)
+    path = _check_path(path, "path")
+    timeout, course = _check_options(timeout, course)
     submission, error = None, ""
     try:
         submission = nbformat.read(path, as_version=4)
@@ -295,8 +329,14 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
 def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
                 course: Path = COURSE_NOTEBOOKS) -> tuple[list[dict], bool]:
     """Grade every notebook given or found in a given folder. Returns (reports, any_folder)."""
+    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, (list, tuple)):
+        raise TypeError(f"paths must be a list of paths, got {type(paths).__name__} ({paths!r:.60})")
+    if not paths:
+        raise ValueError("paths must name at least one notebook or folder, got an empty list")
+    paths = [_check_path(path, f"paths[{i}]") for i, path in enumerate(paths)]
+    timeout, course = _check_options(timeout, course)
     found, any_folder = [], False
-    for path in map(Path, paths):
+    for path in paths:
         if path.is_dir():
             any_folder = True
             found += sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -307,6 +347,7 @@ def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
 
 def format_table(report: dict) -> str:
     """A per-exercise table for a terminal."""
+    _check_report(report)
     lines = [f"{report['submission']} ({report['notebook'] or 'unknown notebook'}): "
              f"{report['score']:g} / {report['max_score']:g} automatic points"
              + (f", + {report['manual_max_score']:g} graded by hand"
@@ -323,6 +364,10 @@ def format_table(report: dict) -> str:
 
 def format_csv(reports: list[dict]) -> str:
     """A gradebook: one row per submission, one column per exercise (automatic points)."""
+    if not isinstance(reports, (list, tuple)):
+        raise TypeError(f"reports must be a list of report dicts, got {type(reports).__name__}")
+    for i, report in enumerate(reports):
+        _check_report(report, f"reports[{i}]")
     columns = []
     for report in reports:
         for row in report["exercises"]:

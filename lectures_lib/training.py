@@ -109,6 +109,12 @@ def cross_entropy(
 
 def default_forward(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     """``model(*batch[:-1])`` against target ``batch[-1]``; a tuple output keeps its first item."""
+    if not isinstance(batch, (tuple, list)) or len(batch) < 2:
+        raise TypeError(
+            "batch must be a tuple (inputs..., targets) of at least two tensors, got "
+            + (f"a {type(batch).__name__} of length {len(batch)}" if isinstance(batch, (tuple, list))
+               else type(batch).__name__)
+        )
     *inputs, targets = batch
     logits = model(*inputs)
     if isinstance(logits, tuple):  # modules that also return attention weights

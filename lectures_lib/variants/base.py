@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from ..attention import MultiHeadAttention, fused_attention, scaled_dot_product_attention
-from ..utils import check_tensor
+from ..utils import at_boundary, check_tensor
 
 __all__ = ["PatternAttention", "check_key_mask", "as_key_mask"]
 
@@ -54,6 +54,13 @@ def as_key_mask(mask: torch.Tensor | None) -> tuple[bool, torch.Tensor | None]:
     the key mask ``(n,)`` or ``(batch|1, heads|1, n)`` it amounts to."""
     if mask is None:
         return True, None
+    if at_boundary():
+        check_tensor(mask, "mask", dtype="bool")
+        if mask.dim() not in (1, 2, 4):
+            raise ValueError(
+                "mask must have shape (n_k,), (n_q, n_k) or (batch|1, heads|1, n_q|1, n_k), got "
+                f"{tuple(mask.shape)}"
+            )
     if mask.dim() == 1:  # (n,)
         return True, mask
     if mask.shape[-2] == 1:  # (1, n) or (batch|1, heads|1, 1, n): one row for every query

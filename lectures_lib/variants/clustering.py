@@ -105,6 +105,26 @@ def nearest_centroid(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
     r"""Spherical k-means assignment: the centroid :math:`\mu_c` with the largest
     :math:`\hat x \cdot \mu_c` (:math:`\hat x = x / \lVert x \rVert`). ``x`` ``(..., n, d)``,
     ``centroids`` ``(..., C, d)`` -> long ``(..., n)``. Derived in ``06_attention_variants.ipynb``."""
+    if at_boundary():
+        check_tensor(x, "x", dtype="floating")
+        check_tensor(centroids, "centroids", dtype="floating")
+        if x.dim() < 2 or centroids.dim() < 2 or centroids.shape[-2] == 0:
+            raise ValueError(
+                f"x must have shape (..., n, d) and centroids (..., C >= 1, d), got x "
+                f"{tuple(x.shape)} and centroids {tuple(centroids.shape)}"
+            )
+        if x.shape[-1] != centroids.shape[-1]:
+            raise ValueError(
+                f"centroids must have the width d = {x.shape[-1]} of x, got centroids "
+                f"{tuple(centroids.shape)} for x {tuple(x.shape)}"
+            )
+        try:
+            torch.broadcast_shapes(x.shape[:-2], centroids.shape[:-2])
+        except RuntimeError:
+            raise ValueError(
+                f"the leading dimensions of x {tuple(x.shape)} and centroids "
+                f"{tuple(centroids.shape)} must broadcast"
+            ) from None
     return (F.normalize(x, dim=-1) @ centroids.to(x.dtype).transpose(-2, -1)).argmax(dim=-1)
 
 
