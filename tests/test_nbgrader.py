@@ -1,6 +1,6 @@
 """The real nbgrader on the course's notebooks: generate, validate and autograde work out of the box.
 
-A course directory in a temporary folder holds one assignment with every notebook 01-05, as the
+A course directory in a temporary folder holds one assignment with every notebook 01-07, as the
 ``source`` command writes them (solutions and hidden tests kept, nbgrader metadata generated).
 ``nbgrader generate_assignment`` releases it; ``nbgrader validate`` accepts the solution version
 and runs the student version without a metadata error; ``nbgrader autograde`` gives a correct
@@ -31,7 +31,7 @@ from lectures_lib.exercises import annotate_notebook, find_exercises, release_no
 pytest.importorskip("nbgrader", reason="nbgrader is the optional extra '.[grading]'")
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("0[1-5]_*.ipynb"))
+NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("0[1-9]_*.ipynb"))
 ASSIGNMENT, STUDENT, WRONG_STUDENT = "course", "alice", "bob"
 CONFIG = """c = get_config()
 c.CourseDirectory.root = r"{root}"

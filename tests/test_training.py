@@ -312,3 +312,25 @@ def test_fit_seed_repeats_across_processes():
     }
     assert len(outputs) == 1, "two processes with the same fit seed give the same losses"
 
+
+
+def test_betas_are_adamws():
+    """fit's betas reach AdamW: the same run as a hand-written AdamW loop with those betas."""
+    data = _data(64)
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    by_hand = nn.Linear(4, 2)
+    by_hand.load_state_dict(model.state_dict())
+    _fit(model, data, batch_size=64, epochs=3, lr=0.05, schedule="constant", betas=(0.5, 0.9),
+         grad_clip=None)
+    optimizer = torch.optim.AdamW(by_hand.parameters(), lr=0.05, betas=(0.5, 0.9), weight_decay=0.0)
+    for _ in range(3):  # one batch of all 64 examples per epoch: the order does not matter
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(by_hand(data[0]), data[1]).backward()
+        optimizer.step()
+    for name, value in by_hand.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[name], value, msg=name)
+    torch.manual_seed(0)
+    with_defaults = nn.Linear(4, 2)  # the same start
+    _fit(with_defaults, data, batch_size=64, epochs=3, lr=0.05, schedule="constant", grad_clip=None)
+    assert not torch.equal(with_defaults.weight, model.weight), "other betas, another run"

@@ -32,11 +32,24 @@ def _gram(features: torch.Tensor) -> torch.Tensor:
     return features @ features.transpose(-2, -1)  # (..., n, n): phi(x_i) . phi(x_j)
 
 
+# (shape of x, m) probed; the hidden tests add leading dimensions, m > n and d = 1 with m = 1.
+_CASES = (((3, 4), 6), ((2, 5, 3), 4), ((1, 1), 1))
+_HIDDEN_CASES = (((2, 3, 4, 2), 5), ((6, 1), 9), ((1, 7, 5), 1))
+
+
 @checker("trig_features")
-def check_trig_features(student_fn) -> str:
-    for shape, m in (((3, 4), 6), ((2, 5, 3), 4), ((1, 1), 1)):
-        x = torch.randn(*shape, dtype=torch.float64) / 2
-        projection = torch.randn(m, shape[-1], dtype=torch.float64)
+def check_trig_features(student_fn, hidden: bool = False) -> str:
+    """Check ``student_fn(x, projection) -> (..., n, 2m)`` on the products
+    :math:`\\phi(x_i)^\\top\\phi(x_j)` (any order of the features); ``hidden=True`` adds shapes
+    and another seed the student never saw.
+
+    Mistake codes: ``not_implemented``, ``raised``, ``wrong_return_type``, ``wrong_shape``,
+    ``missing_normalisation``, ``missing_scale``, ``wrong_sign``, ``wrong_values``.
+    """
+    generator = torch.Generator().manual_seed(11 if hidden else 2007)
+    for shape, m in _CASES + (_HIDDEN_CASES if hidden else ()):
+        x = torch.randn(*shape, dtype=torch.float64, generator=generator) / 2
+        projection = torch.randn(m, shape[-1], dtype=torch.float64, generator=generator)
         expected = _reference(x, projection)
         got = expect_tensor(call(student_fn, x, projection), f"my_trig_features on x of shape "
                             f"{shape} with m = {m}", shape=tuple(expected.shape))

@@ -1,7 +1,10 @@
-"""Checker for the exercise of section 06: the stride attention mask.
+"""Checkers for section 06's masks: the streaming (look-back, look-ahead) mask and the stride mask.
 
-Used in ``06_attention_variants.ipynb``. The student writes ``my_stride_mask(n, stride)`` with the
-signature of :func:`lectures_lib.variants.stride_mask` (without the optional ``device``).
+``check_streaming_mask`` grades exercise 1 of ``06_attention_variants.ipynb``: the student writes
+``my_streaming_mask(n, past, future)``, True where ``i - past <= j <= i + future`` (query ``i``
+sees ``past`` frames back and ``future`` ahead, as in streaming speech recognition); the lecture
+derives only symmetric windows. ``check_stride_mask`` checks ``my_stride_mask(n, stride)``, the
+mask the lecture derives (kept for instructors who set it as a warm-up).
 """
 
 from __future__ import annotations
@@ -10,11 +13,13 @@ import torch
 
 from ._base import Mistake, call, checker, expect_tensor
 
-__all__ = ["check_stride_mask"]
+__all__ = ["check_streaming_mask", "check_stride_mask"]
 
 # (n, stride) probed, the most telling first; stride 1 (full attention) and stride >= n (only
 # the diagonal) are the edge cases.
 _CASES = ((8, 3), (6, 2), (1, 1), (5, 1), (4, 6), (10, 4))
+# The hidden tests' extra cases, never shown: a stride equal to n, a prime stride, longer rows.
+_HIDDEN_CASES = ((7, 7), (13, 5), (2, 3), (16, 4), (9, 2))
 
 
 def _show(mask: torch.Tensor) -> str:
@@ -60,14 +65,17 @@ def _name_mistake(mask: torch.Tensor, n: int, stride: int) -> None:
 
 
 @checker("stride_mask")
-def check_stride_mask(student_fn) -> str:
+def check_stride_mask(student_fn, hidden: bool = False) -> str:
     """Check ``student_fn(n, stride) -> bool (n, n)``, True where ``(i - j) % stride == 0``.
+
+    ``hidden=True`` adds (n, stride) cases the student never saw.
 
     Mistake codes: ``not_implemented``, ``raised``, ``wrong_return_type``, ``wrong_shape``,
     ``wrong_dtype``, ``inverted_polarity``, ``one_direction`` (causal), ``absolute_positions``
     (``j % stride``), ``diagonal_missing``, ``wrong_values``.
     """
-    for n, stride in _CASES:
+    cases = _CASES + (_HIDDEN_CASES if hidden else ())
+    for n, stride in cases:
         mask = call(student_fn, n, stride)
         expect_tensor(mask, f"stride_mask({n}, {stride})", shape=(n, n))
         if mask.dtype != torch.bool:
@@ -77,5 +85,63 @@ def check_stride_mask(student_fn) -> str:
                 "(True = may attend): compare with `== 0` instead of computing numbers.",
             )
         _name_mistake(mask.cpu(), n, stride)
-    cases = ", ".join(f"({n}, {s})" for n, s in _CASES)
-    return f"correct for (n, stride) = {cases}: (i - j) % stride == 0, both directions."
+    shown = ", ".join(f"({n}, {s})" for n, s in _CASES)
+    extra = f" and {len(_HIDDEN_CASES)} hidden cases" if hidden else ""
+    return f"correct for (n, stride) = {shown}{extra}: (i - j) % stride == 0, both directions."
+
+
+# (n, past, future): a window in both directions, a causal window, the diagonal alone, a window
+# wider than the sequence, look-ahead only, a single frame.
+_STREAMING_CASES = ((6, 2, 1), (8, 3, 0), (5, 0, 0), (4, 10, 10), (7, 0, 2), (1, 0, 0))
+_STREAMING_HIDDEN = ((12, 4, 2), (9, 1, 3), (3, 5, 0), (10, 0, 9), (16, 7, 7))
+
+
+def _streaming(n: int, past: int, future: int) -> torch.Tensor:
+    offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # (n, n): j - i
+    return (offsets >= -past) & (offsets <= future)
+
+
+def _name_streaming_mistake(mask: torch.Tensor, n: int, past: int, future: int) -> None:
+    expected = _streaming(n, past, future)
+    if torch.equal(mask, expected):
+        return
+    shown = (f"For n = {n}, past = {past}, future = {future} you returned (row i = query, "
+             "column j = key):\n" + _show(mask) + "\nexpected:\n" + _show(expected))
+    offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # j - i
+    if torch.equal(mask, ~expected):
+        raise Mistake("inverted_polarity", "your mask is True where attention is blocked; the "
+                      "course's masks are True = may attend. Negate it.\n" + shown)
+    if torch.equal(mask, expected.T):
+        raise Mistake("past_future_swapped", "your window looks `future` frames back and `past` "
+                      "frames ahead: row i is the query, so the keys it may see are j from "
+                      "i - past to i + future.\n" + shown)
+    if torch.equal(mask, (offsets > -past) & (offsets < future) | (offsets == 0)):
+        raise Mistake("boundary_excluded", "the window's ends are missing: query i may attend to "
+                      "key i - past and to key i + future too (<=, not <).\n" + shown)
+    if not bool(mask.diagonal().all()):
+        raise Mistake("diagonal_missing", "a frame must attend to itself (distance 0 is inside "
+                      "every window).\n" + shown)
+    raise Mistake("wrong_values", "some cells differ from i - past <= j <= i + future.\n" + shown)
+
+
+@checker("streaming_mask")
+def check_streaming_mask(student_fn, hidden: bool = False) -> str:
+    """Check ``student_fn(n, past, future) -> bool (n, n)``, True where ``i - past <= j <= i +
+    future``; ``hidden=True`` adds cases the student never saw.
+
+    Mistake codes: ``not_implemented``, ``raised``, ``wrong_return_type``, ``wrong_shape``,
+    ``wrong_dtype``, ``inverted_polarity``, ``past_future_swapped`` (the transpose),
+    ``boundary_excluded`` (``<`` for ``<=``), ``diagonal_missing``, ``wrong_values``.
+    """
+    cases = _STREAMING_CASES + (_STREAMING_HIDDEN if hidden else ())
+    for n, past, future in cases:
+        mask = call(student_fn, n, past, future)
+        label = f"streaming_mask({n}, {past}, {future})"
+        expect_tensor(mask, label, shape=(n, n))
+        if mask.dtype != torch.bool:
+            raise Mistake("wrong_dtype", f"{label} returned dtype {mask.dtype}; masks are "
+                          "torch.bool (True = may attend): build them from comparisons.")
+        _name_streaming_mistake(mask.cpu(), n, past, future)
+    extra = f" and {len(_STREAMING_HIDDEN)} hidden cases" if hidden else ""
+    return (f"correct for {len(_STREAMING_CASES)} (n, past, future) cases{extra}, the causal "
+            "window and the diagonal alone included.")
