@@ -82,9 +82,16 @@ class TestStoredNotebook:
         """Times differ on every run: a cell that prints them is tagged "measured", so that
         `make notebooks` keeps the stored ones and a second run leaves `git diff` empty."""
         time_units = re.compile(r"\d\s*(ms|µs|us|seconds?)\b|\bms/step\b|\btime\b", re.IGNORECASE)
+        clocks = re.compile(r"\b(time\.(perf_counter|process_time|time|monotonic)(_ns)?|median_time)\(")
         for index, cell in enumerate(_code_cells(nbformat.read(path, as_version=4))):
             if is_measured(cell):
                 continue
+            found = clocks.search(cell.source)
+            plots = any(o.output_type in ("display_data", "execute_result") for o in cell.outputs)
+            assert not (found and plots), (
+                f"{path.name}: code cell {index} reads a clock ({found and found[0]!r}) and shows "
+                f"a plot or a value, which then change every run: tag it {MEASURED_TAG!r}"
+            )
             for output in cell.get("outputs", []):
                 text = output.get("text", "") if output.output_type == "stream" else ""
                 found = time_units.search(text)
