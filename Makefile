@@ -59,7 +59,7 @@ nbval: $(STAMP)
 	$(BIN)/python -m lectures_lib test nbval --workers $(WORKERS)
 
 notebooks: $(STAMP)
-	$(BIN)/python -m lectures_lib notebooks $(if $(REMEASURE),--remeasure)
+	$(BIN)/python -m lectures_lib notebooks $(if $(filter 1,$(REMEASURE)),--remeasure)
 
 site: $(STAMP)
 	$(BIN)/python -m lectures_lib site

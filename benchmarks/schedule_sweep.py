@@ -6,7 +6,8 @@ peer tasks of :mod:`peer_tasks` (copy: default ``Transformer``, 300 fresh batche
 reversal: default ``EncoderTagger``, batches of 128 from 50 000 sequences, one planned epoch,
 stopped after ``--reversal-steps`` steps) and reports the optimiser steps to 99 % and 99.9 %
 (greedy exact match for copy, held-out per-token accuracy for reversal), worst over the seeds.
-Everything else is ``fit``'s default (AdamW, no weight decay, gradient norm clipped at 1).
+Everything a setting does not name is ``fit``'s default (AdamW with betas (0.9, 0.999), no weight
+decay, gradient norm clipped at 1).
 """
 
 from __future__ import annotations

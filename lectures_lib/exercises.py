@@ -403,7 +403,11 @@ def grade_submission(path, **options):
 def _grade_main(args) -> int:
     from .grading import format_csv, format_table, grade_paths, to_json
 
-    reports, any_folder = grade_paths(args.submissions, timeout=args.timeout)
+    try:
+        reports, any_folder = grade_paths(args.submissions, timeout=args.timeout)
+    except (TypeError, ValueError) as error:  # e.g. --timeout 0: the message says what is wrong
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if not reports:
         print("error: no submissions found", file=sys.stderr)
         return 1

@@ -7,7 +7,7 @@ are what readers of the repository see, and nbval compares the cells marked
 
 Stored outputs must read well in a static view (GitHub, nbviewer, the site of ``make site``) and
 must not change from one run to the next, so that ``make notebooks`` twice leaves ``git diff``
-empty. Two things see to that:
+empty. Three things see to that:
 
 * the kernel runs with :data:`STORED_OUTPUT_ENV`: tqdm's environment overrides give every
   progress bar a format without elapsed time, remaining time or speed;
@@ -17,8 +17,9 @@ empty. Two things see to that:
 * a cell tagged :data:`MEASURED_TAG` (cell metadata ``"tags": ["measured"]``) prints or plots
   wall-clock times, which differ on every run. It is executed like every other cell (its asserts
   run), but its stored outputs are those of the run that first stored them, kept for as long as
-  its source is the one that produced them (a fingerprint in the cell's metadata says which);
-  ``--remeasure`` stores the new run's. A reader of the static notebook sees
+  its code and the code above it are what produced them (a fingerprint in the cell's metadata
+  says which, and of which outputs); ``--remeasure`` stores the new run's. A library change
+  that moves a measured cell's other numbers needs ``--remeasure``. A reader of the static notebook sees
   times measured once, a student running it sees their own machine's.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import json
 import os
 import re
 import sys
@@ -43,9 +45,9 @@ STORED_OUTPUT_ENV = {
     "TQDM_MININTERVAL": "3600",  # no intermediate frames where the caller leaves the default
 }
 
-# Everything on a line up to a carriage return that more text follows (what a terminal overwrites).
 MEASURED_TAG = "measured"  # cells whose outputs hold timings: see the module's docstring
 
+# Everything on a line up to a carriage return that more text follows (what a terminal overwrites).
 _OVERWRITTEN = re.compile(r"[^\n]*\r(?=[^\r\n])")
 _BACKSPACE = re.compile("[^\n\x08]\x08")  # a character, then a backspace (\x08) erasing it
 
@@ -119,21 +121,34 @@ def is_measured(cell) -> bool:
     return cell.cell_type == "code" and MEASURED_TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def source_fingerprint(source: str) -> str:
-    """The SHA-256 of a cell's source: stored with a measured cell's outputs (what produced them)."""
-    return hashlib.sha256(source.encode()).hexdigest()
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def measurement_fingerprint(notebook, index: int) -> dict[str, str]:
+    """What produced the stored outputs of measured cell ``index``, and what they are.
+
+    ``code_sha256`` covers the source of every code cell up to and including this one (an edit
+    above it, e.g. to the models it times, counts too); ``outputs_sha256`` covers the outputs as
+    ``make notebooks`` stored them (outputs saved from an interactive run do not match).
+    """
+    code = [cell.source for cell in notebook.cells[: index + 1] if cell.cell_type == "code"]
+    outputs = json.dumps(notebook.cells[index].get("outputs", []), sort_keys=True)
+    return {"code_sha256": _sha256("\x00".join(code)), "outputs_sha256": _sha256(outputs)}
 
 
 def stored_measurements(notebook) -> dict[int, list]:
-    """Copies of the stored outputs of the measured cells that their current source produced.
+    """Copies of the stored outputs of the measured cells that are still what they record.
 
-    Keyed by the cell's index. A measured cell records the fingerprint of the source its outputs
-    came from (``metadata["measured"]["source_sha256"]``); a cell edited since is left out.
+    Keyed by the cell's index. A measured cell records :func:`measurement_fingerprint` in
+    ``metadata["measured"]``; a cell whose code (or the code above it) was edited since, or whose
+    outputs were saved by another run, is left out and measured anew.
     """
     kept = {}
     for index, cell in enumerate(notebook.cells):
-        recorded = cell.get("metadata", {}).get(MEASURED_TAG, {}).get("source_sha256")
-        if is_measured(cell) and cell.outputs and recorded == source_fingerprint(cell.source):
+        recorded = cell.get("metadata", {}).get(MEASURED_TAG)
+        if (is_measured(cell) and cell.outputs and isinstance(recorded, dict)
+                and recorded == measurement_fingerprint(notebook, index)):
             kept[index] = copy.deepcopy(cell.outputs)
     return kept
 
@@ -165,8 +180,8 @@ def execute_in_place(path: Path, timeout: int = 600, remeasure: bool = False) ->
             for output in cell.outputs:  # numbered by this run, like the cells around it
                 if output.get("output_type") == "execute_result":
                     output["execution_count"] = cell.execution_count
-        elif is_measured(cell):
-            cell.metadata[MEASURED_TAG] = {"source_sha256": source_fingerprint(cell.source)}
+        if is_measured(cell):
+            cell.metadata[MEASURED_TAG] = measurement_fingerprint(notebook, index)
     nbformat.write(notebook, path)
     return seconds
 

@@ -6,7 +6,7 @@ tagged "measured" keeps the timings it stored until its code changes.
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook, new_output
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from lectures_lib.notebooks import (
     MEASURED_TAG,
@@ -125,6 +125,58 @@ def test_a_measured_cell_keeps_its_stored_timings_until_its_code_changes(tmp_pat
     nbformat.write(notebook, path)
     execute_in_place(path)
     assert _printed(path) not in ("", remeasured), "a changed cell is measured anew"
+
+
+def test_a_measured_cell_is_measured_anew_after_an_edit_above_it_or_another_save(tmp_path):
+    cells = [new_code_cell("repeats = 3"), new_code_cell(TIMING_CELL)]
+    cells[1].metadata["tags"] = [MEASURED_TAG]
+    notebook = new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = tmp_path / "two.ipynb"
+    nbformat.write(notebook, path)
+
+    def printed():
+        return nbformat.read(path, as_version=4).cells[1].outputs[0].text
+
+    execute_in_place(path)
+    first = printed()
+    execute_in_place(path)
+    assert printed() == first
+
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[0].source = "repeats = 5"  # what the measured cell times has changed
+    nbformat.write(notebook, path)
+    execute_in_place(path)
+    second = printed()
+    assert second != first, "an edit above a measured cell measures it anew"
+
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[1].outputs[0].text = "saved from JupyterLab\n"  # another run's outputs
+    nbformat.write(notebook, path)
+    execute_in_place(path)
+    assert printed() not in (second, "saved from JupyterLab\n"), "outputs make notebooks did not store"
+
+
+def test_kept_outputs_are_renumbered_when_a_cell_is_added_above(tmp_path):
+    cell = new_code_cell("import time\ntime.perf_counter_ns()")
+    cell.metadata["tags"] = [MEASURED_TAG]
+    notebook = new_notebook(cells=[cell])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = tmp_path / "value.ipynb"
+    nbformat.write(notebook, path)
+    execute_in_place(path)
+    shown = nbformat.read(path, as_version=4).cells[0].outputs[0]
+    assert shown.output_type == "execute_result" and shown.execution_count == 1
+
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells.insert(0, new_markdown_cell("a heading above changes no code"))
+    nbformat.write(notebook, path)
+    execute_in_place(path)
+    kept = nbformat.read(path, as_version=4).cells[1]
+    assert kept.outputs[0].data == shown.data, "markdown is not code: the measurement is kept"
+    assert kept.outputs[0].execution_count == kept.execution_count == 1
 
 
 def test_an_untagged_cell_stores_every_runs_output(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.notebooks import MEASURED_TAG, is_measured
+from lectures_lib.notebooks import MEASURED_TAG, is_measured, measurement_fingerprint
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
@@ -77,6 +77,17 @@ class TestStoredNotebook:
                 assert "\r" not in text, f"{path.name}: code cell {index} stores redrawn lines"
                 found = timing.search(text)
                 assert not found, f"{path.name}: code cell {index} stores a timing {found[0]!r}"
+
+    def test_measured_cells_store_the_outputs_their_fingerprint_names(self, path):
+        """Otherwise the next `make notebooks` measures them anew and leaves a diff."""
+        notebook = nbformat.read(path, as_version=4)
+        for index, cell in enumerate(notebook.cells):
+            if is_measured(cell):
+                assert cell.outputs, f"{path.name}: measured cell {index} stores no output"
+                assert cell.metadata.get(MEASURED_TAG) == measurement_fingerprint(notebook, index), (
+                    f"{path.name}: measured cell {index} (or the code above it) changed since its "
+                    "outputs were stored: run `make notebooks`"
+                )
 
     def test_stores_wall_clock_times_only_in_measured_cells(self, path):
         """Times differ on every run: a cell that prints them is tagged "measured", so that

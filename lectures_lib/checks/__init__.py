@@ -5,9 +5,10 @@ never raises because of the student's code, never mutates the student's inputs, 
 something is wrong, names the likely mistake in ``str(result)`` and ``result.mistake``.
 
 Modules: ``attention`` (section 01), ``heads`` (02), ``positional`` (03), ``transformer`` (04),
-``masks`` (05), ``variants`` (06), ``efficient`` (07); the graded exercises' checkers
-``additive`` (01), ``padding`` (02), ``relative`` (03), ``norms`` (04), ``decoder`` (05) and
-``trained`` (03-05: trained models on held-out data). Every check takes ``timeout=`` (seconds per
+``masks`` (05); the graded exercises' checkers ``additive`` (01), ``padding`` (02), ``relative``
+(03), ``norms`` (04), ``decoder`` (05), ``variants`` (06: the streaming window, and the stride
+mask), ``efficient`` (07: trigonometric random features) and ``trained`` (03-05: trained models
+on held-out data). Every check takes ``timeout=`` (seconds per
 call) and, for the hidden tests, ``hidden=True``.
 """
 

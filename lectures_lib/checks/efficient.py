@@ -32,7 +32,8 @@ def _gram(features: torch.Tensor) -> torch.Tensor:
     return features @ features.transpose(-2, -1)  # (..., n, n): phi(x_i) . phi(x_j)
 
 
-# (shape of x, m) probed; the hidden tests add leading dimensions, m > n and d = 1 with m = 1.
+# (shape of x, m) probed; the hidden tests add two leading dimensions, d = 1 with m > n, and
+# m = 1 on a longer sequence.
 _CASES = (((3, 4), 6), ((2, 5, 3), 4), ((1, 1), 1))
 _HIDDEN_CASES = (((2, 3, 4, 2), 5), ((6, 1), 9), ((1, 7, 5), 1))
 

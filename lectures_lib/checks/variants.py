@@ -115,9 +115,14 @@ def _name_streaming_mistake(mask: torch.Tensor, n: int, past: int, future: int) 
         raise Mistake("past_future_swapped", "your window looks `future` frames back and `past` "
                       "frames ahead: row i is the query, so the keys it may see are j from "
                       "i - past to i + future.\n" + shown)
-    if torch.equal(mask, (offsets > -past) & (offsets < future) | (offsets == 0)):
-        raise Mistake("boundary_excluded", "the window's ends are missing: query i may attend to "
-                      "key i - past and to key i + future too (<=, not <).\n" + shown)
+    if future > 0 and torch.equal(mask, _streaming(n, past, 0)):
+        raise Mistake("future_ignored", f"your window never looks ahead: with future = {future} "
+                      f"query i also sees keys i + 1 ... i + {future}.\n" + shown)
+    ends = (offsets == -past) | (offsets == future)  # the window's two ends
+    if not torch.equal(mask, expected) and torch.equal(mask | ends, expected) and bool(
+            mask.diagonal().all()):
+        raise Mistake("boundary_excluded", "an end of the window is missing: query i may attend "
+                      "to key i - past and to key i + future too (<=, not <).\n" + shown)
     if not bool(mask.diagonal().all()):
         raise Mistake("diagonal_missing", "a frame must attend to itself (distance 0 is inside "
                       "every window).\n" + shown)
@@ -130,8 +135,9 @@ def check_streaming_mask(student_fn, hidden: bool = False) -> str:
     future``; ``hidden=True`` adds cases the student never saw.
 
     Mistake codes: ``not_implemented``, ``raised``, ``wrong_return_type``, ``wrong_shape``,
-    ``wrong_dtype``, ``inverted_polarity``, ``past_future_swapped`` (the transpose),
-    ``boundary_excluded`` (``<`` for ``<=``), ``diagonal_missing``, ``wrong_values``.
+    ``returned_none``, ``wrong_dtype``, ``inverted_polarity``, ``past_future_swapped`` (the
+    transpose), ``boundary_excluded`` (``<`` for ``<=`` at one end or both), ``future_ignored``
+    (a causal window), ``diagonal_missing``, ``wrong_values``.
     """
     cases = _STREAMING_CASES + (_STREAMING_HIDDEN if hidden else ())
     for n, past, future in cases:

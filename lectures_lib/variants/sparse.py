@@ -180,15 +180,17 @@ def sparse_pattern(
     listed keys of each query, the global columns and the global rows. For pictures and checks.
     Derived in ``06_attention_variants.ipynb``.
     """
-    n = check_positive_int(n, "n")
-    check_tensor(key_index, "key_index", dtype="integer")
-    if key_index.dim() < 2 or key_index.shape[-2] != n:
-        raise ValueError(f"key_index must have shape (..., n={n}, slots), got {tuple(key_index.shape)}")
-    if key_index.numel() and not (-1 <= int(key_index.min()) and int(key_index.max()) < n):
-        raise ValueError(
-            f"key_index entries must lie in [-1, {n - 1}] (-1 = empty slot), got values from "
-            f"{int(key_index.min())} to {int(key_index.max())}"
-        )
+    if at_boundary():  # the library's own callers pass checked indices
+        n = check_positive_int(n, "n")
+        check_tensor(key_index, "key_index", dtype="integer")
+        if key_index.dim() < 2 or key_index.shape[-2] != n:
+            raise ValueError(
+                f"key_index must have shape (..., n={n}, slots), got {tuple(key_index.shape)}")
+        if key_index.numel() and not (-1 <= int(key_index.min()) and int(key_index.max()) < n):
+            raise ValueError(
+                f"key_index entries must lie in [-1, {n - 1}] (-1 = empty slot), got values from "
+                f"{int(key_index.min())} to {int(key_index.max())}"
+            )
     globals_ = _global_positions(global_positions, n)
     index, valid = _slots(key_index, globals_)
     hits = torch.zeros(*index.shape[:-1], n, device=index.device)  # (..., n, n)

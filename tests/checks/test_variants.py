@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from lectures_lib.checks import check_streaming_mask, check_stride_mask
+from lectures_lib.checks.variants import _streaming
+from lectures_lib.masks import causal_mask
 from lectures_lib.variants import local_mask, stride_mask
 
 
@@ -84,14 +86,20 @@ def test_streaming_accepts_correct_implementations(fn, hidden):
     assert result.passed and result.mistake is None, result
 
 
-def test_streaming_reference_is_the_local_mask_when_symmetric():
+def test_streaming_reference_is_the_local_mask_when_symmetric_and_causal_when_future_is_0():
     for n, w in [(1, 0), (6, 2), (9, 20)]:
-        assert torch.equal(streaming_by_comparison(n, w, w), local_mask(n, w))
+        assert torch.equal(_streaming(n, w, w), local_mask(n, w))
+        assert torch.equal(_streaming(n, w, 0), local_mask(n, w) & causal_mask(n))
 
 
 def _strict(n, past, future):
     key_minus_query = torch.arange(n)[None, :] - torch.arange(n)[:, None]
     return ((key_minus_query > -past) & (key_minus_query < future)) | (key_minus_query == 0)
+
+
+def _strict_past_end(n, past, future):  # `>` for `>=` at the look-back end only
+    key_minus_query = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+    return ((key_minus_query > -past) & (key_minus_query <= future)) | (key_minus_query == 0)
 
 
 @pytest.mark.parametrize(
@@ -101,6 +109,8 @@ def _strict(n, past, future):
         (lambda n, p, f: streaming_by_comparison(n, f, p), "past_future_swapped"),
         (lambda n, p, f: streaming_by_comparison(n, p, f).T.contiguous(), "past_future_swapped"),
         (_strict, "boundary_excluded"),
+        (_strict_past_end, "boundary_excluded"),
+        (lambda n, p, f: streaming_by_comparison(n, p, 0), "future_ignored"),
         (lambda n, p, f: streaming_by_comparison(n, p, f) & ~torch.eye(n, dtype=torch.bool),
          "diagonal_missing"),
         (lambda n, p, f: streaming_by_comparison(n, p, f).long(), "wrong_dtype"),
