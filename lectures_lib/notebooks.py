@@ -14,8 +14,8 @@ empty. Three things see to that:
 * :func:`clean_stream_outputs` merges each run of consecutive stream outputs and applies the
   carriage returns a terminal would, so a progress bar is stored as its final line only, instead
   of one output per refresh;
-* a cell tagged :data:`MEASURED_TAG` (cell metadata ``"tags": ["measured"]``) prints or plots
-  wall-clock times, which differ on every run. It is executed like every other cell (its asserts
+* a cell tagged :data:`MEASURED_TAG` (cell metadata ``"tags": ["measured"]``) plots wall-clock
+  times (the course prints none: the same run prints the same numbers), which differ on every run. It is executed like every other cell (its asserts
   run), but its stored outputs are those of the run that first stored them, kept for as long as
   its code and the code above it are what produced them (a fingerprint in the cell's metadata
   says which, and of which outputs); ``--remeasure`` stores the new run's. A library change
