@@ -22,7 +22,7 @@ help:
 	@echo "make lab-student  open your own copies in student/ (solutions stripped)"
 	@echo "make test         lint + unit tests (browser test included) + every notebook under nbval"
 	@echo "make notebooks    re-execute every notebook in place (refresh the stored outputs;"
-	@echo "                  REMEASURE=1 also stores new timings)"
+	@echo "                  REMEASURE=1 also stores new time plots)"
 	@echo "make student      write student versions (solutions stripped) to student/"
 	@echo "make site         static HTML of the executed notebooks in build/site/"
 	@echo "make bench        attention, training and decoding speed benchmarks (not part of the tests)"

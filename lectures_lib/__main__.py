@@ -5,7 +5,7 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib lab [--student]   JupyterLab on notebooks/ (or your copies in student/)
     python -m lectures_lib test [PART ...]   lint + unit tests + every notebook under nbval
     python -m lectures_lib notebooks         re-execute every notebook in place (stored outputs;
-                                             --remeasure also stores new timings)
+                                             --remeasure also stores new time plots)
     python -m lectures_lib student           write the student versions to student/ (overwrites)
     python -m lectures_lib site              build the static site in build/site/
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     test.add_argument("--workers", type=int, default=2, help="parallel pytest workers (default 2)")
     notebooks = commands.add_parser("notebooks", help="re-execute every notebook in place")
     notebooks.add_argument("--remeasure", action="store_true",
-                           help="also store new outputs of the cells that print timings")
+                           help="also store new plots of the cells that time something")
     commands.add_parser("student", help="write student versions of the notebooks to student/")
     site = commands.add_parser("site", help="build the static HTML site in build/site/")
     site.add_argument("--out", type=Path, default=ROOT / "build" / "site")

@@ -15,12 +15,13 @@ empty. Three things see to that:
   carriage returns a terminal would, so a progress bar is stored as its final line only, instead
   of one output per refresh;
 * a cell tagged :data:`MEASURED_TAG` (cell metadata ``"tags": ["measured"]``) plots wall-clock
-  times (the course prints none: the same run prints the same numbers), which differ on every run. It is executed like every other cell (its asserts
-  run), but its stored outputs are those of the run that first stored them, kept for as long as
-  its code and the code above it are what produced them (a fingerprint in the cell's metadata
-  says which, and of which outputs); ``--remeasure`` stores the new run's. A library change
-  that moves a measured cell's other numbers needs ``--remeasure``. A reader of the static notebook sees
-  times measured once, a student running it sees their own machine's.
+  times, which differ on every run (the course prints none: the same run prints the same
+  numbers). It is executed like every other cell (its asserts run), but its stored outputs are
+  those of the run that first stored them, kept for as long as its code and the code above it
+  are what produced them (a fingerprint in the cell's metadata says which, and of which
+  outputs); ``--remeasure`` stores the new run's, and a library change that moves what a
+  measured cell shows needs it. A reader of the static notebook sees times measured once, a
+  student running it sees their own machine's.
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     execute = commands.add_parser("execute", help="execute notebooks in place")
     execute.add_argument("path", type=Path, help="a notebook or a folder of notebooks")
     execute.add_argument("--remeasure", action="store_true",
-                         help=f"store the new outputs of cells tagged {MEASURED_TAG!r} (timings) too")
+                         help=f"store the new outputs of cells tagged {MEASURED_TAG!r} (time plots) too")
     args = parser.parse_args(argv)
     failed = []
     for path in find_notebooks(args.path):
