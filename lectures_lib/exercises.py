@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .utils import check_bool
+from .utils import check_bool, check_path
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -356,12 +355,8 @@ def release(source: Path, out_dir: Path, *, keep_solutions: bool = False) -> lis
 
     from .notebooks import find_notebooks
 
-    for value, argument in ((source, "source"), (out_dir, "out_dir")):
-        if not isinstance(value, (str, os.PathLike)):
-            raise TypeError(f"{argument} must be a path (str or pathlib.Path), got "
-                            f"{type(value).__name__} ({value!r})")
+    source, out_dir = check_path(source, "source"), check_path(out_dir, "out_dir")
     check_bool(keep_solutions, "keep_solutions")
-    source, out_dir = Path(source), Path(out_dir)
     if not source.exists():
         raise FileNotFoundError(f"{source} does not exist")
     notebooks = find_notebooks(source)

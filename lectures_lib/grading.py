@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from .exercises import annotate_notebook, find_exercises, strip_solutions
-from .utils import check_positive_float
+from .utils import check_path, check_positive_float
 
 __all__ = ["DEFAULT_TIMEOUT", "grade_submission", "grade_paths", "format_table", "format_csv"]
 
@@ -48,17 +48,10 @@ _RESULT = re.compile(r"\[(?:PASSED|FAILED)\] [^\n]*")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _check_path(value: object, name: str) -> Path:
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a path (str or pathlib.Path), got "
-                        f"{type(value).__name__} ({value!r:.60})")
-    return Path(value)
-
-
 def _check_options(timeout: object, course: object) -> tuple[float, Path]:
     """The grader's options: a time limit in seconds (> 0, finite) and the course's folder."""
     timeout = check_positive_float(timeout, "timeout")
-    course = _check_path(course, "course")
+    course = check_path(course, "course")
     if not course.is_dir():
         raise ValueError(f"course must be the folder of the course's notebooks, got {course} "
                          "(not a folder)")
@@ -258,7 +251,7 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
     """
     import nbformat
 
-    path = _check_path(path, "path")
+    path = check_path(path, "path")
     timeout, course = _check_options(timeout, course)
     submission, error = None, ""
     try:
@@ -333,7 +326,7 @@ def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
         raise TypeError(f"paths must be a list of paths, got {type(paths).__name__} ({paths!r:.60})")
     if not paths:
         raise ValueError("paths must name at least one notebook or folder, got an empty list")
-    paths = [_check_path(path, f"paths[{i}]") for i, path in enumerate(paths)]
+    paths = [check_path(path, f"paths[{i}]") for i, path in enumerate(paths)]
     timeout, course = _check_options(timeout, course)
     found, any_folder = [], False
     for path in paths:

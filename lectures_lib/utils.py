@@ -19,6 +19,7 @@ import math
 import os
 import random
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -36,6 +37,7 @@ __all__ = [
     "check_probability",
     "check_positive_float",
     "check_seed",
+    "check_path",
     "check_device",
     "check_qkv",
 ]
@@ -192,6 +194,14 @@ def check_positive_float(value: object, name: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def check_path(value: object, name: str) -> Path:
+    """Raise unless ``value`` is a path (a ``str`` or an ``os.PathLike``); return it as a Path."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), got "
+                        f"{type(value).__name__} ({value!r:.60})")
+    return Path(value)
 
 
 def check_seed(seed: object, name: str = "seed") -> int:

@@ -509,6 +509,7 @@ ROWS: list[Row] = [
     R(sparse.sparse_pattern, "key index below -1", lambda: sparse.sparse_pattern(4, torch.full((4, 2), -2)), ValueError, "key_index entries must lie in [-1, 3]"),
     R(sparse.sparse_pattern, "rows are not n", lambda: sparse.sparse_pattern(4, torch.zeros(3, 2, dtype=torch.long)), ValueError, "key_index must have shape (..., n=4, slots)"),
     # exercises: the release tool
+    R(utils.check_path, "an int", lambda: utils.check_path(3, "where"), TypeError, "where must be a path"),
     R(exercises.find_regions, "an int source", lambda: exercises.find_regions(3), TypeError, "source must be a cell's source"),
     R(exercises.find_regions, "a list of ints", lambda: exercises.find_regions([1, 2]), TypeError, "source must be a cell's source"),
     R(exercises.strip_solutions, "unknown cell type", lambda: exercises.strip_solutions("x = 1", "python"), ValueError, "cell_type must be 'code', 'markdown' or 'raw'"),

@@ -171,6 +171,27 @@ def _slots(key_index: torch.Tensor, global_positions: torch.Tensor) -> tuple[tor
     return index.clamp(min=0), valid
 
 
+def _check_key_index(key_index: object, n: int, lead: tuple[int, ...] | None = None) -> None:
+    """``key_index``: integer ``(..., n, slots)`` with entries in ``[-1, n)`` (-1 = an empty
+    slot); with ``lead`` (the queries' ``(..., n)``) its leading dimensions must broadcast to it."""
+    check_tensor(key_index, "key_index", dtype="integer")
+    fits = key_index.dim() >= 2 and key_index.shape[-2] == n
+    if fits and lead is not None:
+        fits = key_index.dim() - 1 <= len(lead) and all(
+            size in (1, target)
+            for size, target in zip(reversed(key_index.shape[:-1]), reversed(lead), strict=False)
+        )
+    if not fits:
+        target = f" broadcasting to {tuple(lead)} + (slots,)" if lead is not None else ""
+        raise ValueError(f"key_index must have shape (..., n={n}, slots){target}, got "
+                         f"{tuple(key_index.shape)}")
+    if key_index.numel() and not (-1 <= int(key_index.min()) and int(key_index.max()) < n):
+        raise ValueError(
+            f"key_index entries must lie in [-1, {n - 1}] (-1 = empty slot), got values from "
+            f"{int(key_index.min())} to {int(key_index.max())}"
+        )
+
+
 def sparse_pattern(
     n: int,
     key_index: torch.Tensor,
@@ -182,15 +203,7 @@ def sparse_pattern(
     """
     if at_boundary():  # the library's own callers pass checked indices
         n = check_positive_int(n, "n")
-        check_tensor(key_index, "key_index", dtype="integer")
-        if key_index.dim() < 2 or key_index.shape[-2] != n:
-            raise ValueError(
-                f"key_index must have shape (..., n={n}, slots), got {tuple(key_index.shape)}")
-        if key_index.numel() and not (-1 <= int(key_index.min()) and int(key_index.max()) < n):
-            raise ValueError(
-                f"key_index entries must lie in [-1, {n - 1}] (-1 = empty slot), got values from "
-                f"{int(key_index.min())} to {int(key_index.max())}"
-            )
+        _check_key_index(key_index, n)
     globals_ = _global_positions(global_positions, n)
     index, valid = _slots(key_index, globals_)
     hits = torch.zeros(*index.shape[:-1], n, device=index.device)  # (..., n, n)
@@ -241,21 +254,7 @@ def sparse_attention(
     n = q.shape[-2]
     if at_boundary():
         dropout_p = _check_common(q, k, v, need_weights, key_mask, dropout_p, "sparse_attention")
-        check_tensor(key_index, "key_index", dtype="integer")
-        lead = q.shape[:-1]
-        if key_index.dim() < 2 or key_index.shape[-2] != n or any(
-            size not in (1, target)
-            for size, target in zip(reversed(key_index.shape[:-1]), reversed(lead), strict=False)
-        ) or key_index.dim() - 1 > len(lead):
-            raise ValueError(
-                f"key_index must have shape (..., n={n}, slots) broadcasting to "
-                f"{tuple(lead)} + (slots,), got {tuple(key_index.shape)}"
-            )
-        if key_index.numel() and not (-1 <= int(key_index.min()) and int(key_index.max()) < n):
-            raise ValueError(
-                f"key_index entries must lie in [-1, {n - 1}] (-1 = empty slot), got values from "
-                f"{int(key_index.min())} to {int(key_index.max())}"
-            )
+        _check_key_index(key_index, n, lead=q.shape[:-1])
     globals_ = _global_positions(global_positions, n)
     lead = q.shape[:-2]
     batch = math.prod(lead)
