@@ -15,20 +15,25 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import os
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import torch
+
+F = TypeVar("F", bound=Callable[..., object])
 
 __all__ = [
     "seed_everything",
     "get_device",
     "eval_mode",
     "at_boundary",
+    "validated",
     "inside_library",
     "check_tensor",
     "check_positive_int",
@@ -289,6 +294,39 @@ def inside_library() -> Iterator[None]:
         yield
     finally:
         _INSIDE_LIBRARY.reset(token)
+
+
+def validated(validator: Callable[..., object]) -> Callable[[F], F]:
+    """Decorate a public function or ``forward`` so that ``validator`` checks its arguments once,
+    at the door, and the body runs as the trusted core.
+
+    ``validator`` takes the same arguments as the function (``self`` included for a method) and
+    raises on bad input; it runs only when the call comes from outside the library
+    (:func:`at_boundary`). The body then runs inside :func:`inside_library`, so the library's own
+    pieces it calls skip their checks. A learner reading the function sees the maths and one
+    decorator line naming its validator (kept apart from the maths, as PyTorch keeps
+    ``_mha_shape_check`` apart from ``multi_head_attention_forward``)::
+
+        @validated(_validate.local_attention)
+        def local_attention(q, k, v, window): ...
+
+    Callables that come from the user (a feature map, a learner's ``attend``) must not run inside
+    the trusted region unchecked: validate what they return where they are called.
+    """
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def door(*args: object, **kwargs: object) -> object:
+            if not at_boundary():
+                return function(*args, **kwargs)
+            validator(*args, **kwargs)
+            with inside_library():
+                return function(*args, **kwargs)
+
+        door.__validator__ = validator  # type: ignore[attr-defined]
+        return door  # type: ignore[return-value]
+
+    return decorate
 
 
 @contextlib.contextmanager

@@ -109,3 +109,28 @@ def test_inside_library_marks_a_region_and_undoes_it_after_an_error():
     with pytest.raises(ValueError), inside_library():
         raise ValueError
     assert at_boundary(), "an exception does not leave the library 'inside'"
+
+
+def test_validated_checks_once_at_the_door_and_trusts_inner_calls():
+    from lectures_lib.utils import at_boundary, validated
+
+    seen = []
+
+    def check_x(x):
+        seen.append(x)
+        if x < 0:
+            raise ValueError(f"x must be >= 0, got {x}")
+
+    @validated(check_x)
+    def inner(x):
+        return at_boundary()
+
+    @validated(check_x)
+    def outer(x):
+        return inner(x - 100)  # an inner call with an argument its validator would refuse
+
+    assert inner(1) is False  # the body runs as the trusted core
+    assert outer(1) is False and seen == [1, 1]  # outer's door checked; inner's call was trusted
+    with pytest.raises(ValueError, match="x must be >= 0"):
+        inner(-1)
+    assert inner.__validator__ is check_x and inner.__name__ == "inner"
