@@ -33,9 +33,7 @@ from ..utils import (
 )
 from . import base as _base
 
-# =============================================================================================
-# shared pieces
-# =============================================================================================
+# -- shared pieces ------------------------------------------------------------------------------
 
 
 def key_padding(mask: object, leading_shape: tuple[int, ...] | torch.Size) -> None:
@@ -57,13 +55,13 @@ def key_padding(mask: object, leading_shape: tuple[int, ...] | torch.Size) -> No
         )
 
 
-def _self_attention(q, k, v, need_weights, mask, dropout_p, name: str) -> None:
+def _self_attention(q, k, v, need_weights, mask, dropout_p, name: str, why: str = "") -> None:
     """What every efficient self-attention function checks: q, k, v, lengths, flags, key mask."""
     check_qkv(q, k, v)
     if k.shape[-2] != q.shape[-2]:
         raise ValueError(
-            f"{name} is self-attention over positions: it needs as many queries as keys, got q "
-            f"{tuple(q.shape)} and k {tuple(k.shape)}"
+            f"{name} is self-attention over positions: it needs as many queries as keys{why}, "
+            f"got q {tuple(q.shape)} and k {tuple(k.shape)}"
         )
     check_bool(need_weights, "need_weights")
     if mask is not None:
@@ -105,9 +103,7 @@ def _int_sequence(values: object, name: str, low: int) -> None:
         check(value, f"{name}[...]")
 
 
-# =============================================================================================
-# patterns.py
-# =============================================================================================
+# -- patterns.py --------------------------------------------------------------------------------
 
 
 def local_mask(n, window, device=None):
@@ -162,21 +158,14 @@ def receptive_field(mask, num_layers):
         raise ValueError(f"mask must be square (..., n, n), got {tuple(mask.shape)}")
 
 
-# =============================================================================================
-# local.py
-# =============================================================================================
+# -- local.py -----------------------------------------------------------------------------------
 
 
 def local_attention(q, k, v, window, *, need_weights=False, key_mask=None, dropout_p=0.0):
     check_qkv(q, k, v)
     check_non_negative_int(window, "window")
-    if k.shape[-2] != q.shape[-2]:
-        raise ValueError(
-            "local attention is self-attention: it needs as many queries as keys (query i "
-            f"looks at keys i - window ... i + window), got q {tuple(q.shape)} and k "
-            f"{tuple(k.shape)}"
-        )
-    _self_attention(q, k, v, need_weights, key_mask, dropout_p, "local_attention")
+    _self_attention(q, k, v, need_weights, key_mask, dropout_p, "local attention",
+                    " (query i looks at keys i - window ... i + window)")
 
 
 def local_module(module, window):
@@ -192,9 +181,7 @@ def band_to_dense(band_weights):
         )
 
 
-# =============================================================================================
-# sparse.py
-# =============================================================================================
+# -- sparse.py ----------------------------------------------------------------------------------
 
 
 def strided_attention(q, k, v, stride, *, need_weights=False, key_mask=None, dropout_p=0.0):
@@ -268,9 +255,7 @@ def big_bird(module, window, num_random, global_positions, seed):
     check_seed(seed)
 
 
-# =============================================================================================
-# clustering.py
-# =============================================================================================
+# -- clustering.py ------------------------------------------------------------------------------
 
 
 def random_rotations(d, n_buckets, n_hashes=1, *, heads=None, seed=0):
@@ -392,9 +377,7 @@ def routing_module(module, n_clusters, decay, seed):
     check_seed(seed)
 
 
-# =============================================================================================
-# linear.py
-# =============================================================================================
+# -- linear.py ----------------------------------------------------------------------------------
 
 
 def elu_feature_map(x):
@@ -474,9 +457,7 @@ def performer(module, n_features, orthogonal):
     check_bool(orthogonal, "orthogonal")
 
 
-# =============================================================================================
-# sinkhorn.py, low_rank.py, synthesizer.py
-# =============================================================================================
+# -- sinkhorn.py, low_rank.py, synthesizer.py ---------------------------------------------------
 
 
 def sinkhorn(log_scores, n_iters=8):
@@ -512,9 +493,7 @@ def synthesizer(module, seq_len, hidden=None, fixed=False):
     check_bool(fixed, "fixed")
 
 
-# =============================================================================================
-# the modules' forward (AttentionVariant.check_inputs)
-# =============================================================================================
+# -- the modules' forward (AttentionVariant.check_inputs) ---------------------------------------
 
 _SUPPORTED = {
     "keys": "key padding (the same keys for every query)",
