@@ -144,6 +144,8 @@ R = Row
 
 ROWS: list[Row] = [
     # utils
+    R(utils.validated, "a validator that is not callable", lambda: utils.validated(3), TypeError, "validator must be a callable"),
+    R(utils.validated, "trusted a string", lambda: utils.validated(print, trusted="no"), TypeError, "trusted must be a bool"),
     R(utils.seed_everything, "float seed", lambda: utils.seed_everything(1.5), TypeError, "seed must be an int"),
     R(utils.seed_everything, "bool seed", lambda: utils.seed_everything(True), TypeError, "seed must be an int"),
     R(utils.seed_everything, "0 threads", lambda: utils.seed_everything(0, num_threads=0), ValueError, "num_threads must be >= 1"),
@@ -300,9 +302,9 @@ ROWS: list[Row] = [
     R(positional.RotaryEmbedding, "base = 1", lambda: positional.RotaryEmbedding(4, base=1), ValueError, "base must be a finite number > 1"),
     R(positional.RotaryEmbedding, "odd d_head", lambda: positional.RotaryEmbedding(3), ValueError, "d_head must be even"),
     R(positional.RotaryEmbedding, "x of another width", lambda: positional.RotaryEmbedding(4)(floats(2, 3, 6)), ValueError, "x must have shape (..., seq, d_head=4)"),
-    R(positional.RotarySelfAttention, "odd d_head", lambda: positional.RotarySelfAttention(6, 2), ValueError, "needs an even d_head"),
-    R(positional.RotarySelfAttention, "positions of another length", lambda: positional.RotarySelfAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.arange(4)), ValueError, "positions must have shape (seq,) or (batch, seq)"),
-    R(positional.RotarySelfAttention, "inf position", lambda: positional.RotarySelfAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.tensor([0.0, 1.0, INF])), ValueError, "positions must be finite"),
+    R(positional.RotaryAttention, "odd d_head", lambda: positional.RotaryAttention(6, 2), ValueError, "needs an even d_head"),
+    R(positional.RotaryAttention, "positions of another length", lambda: positional.RotaryAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.arange(4)), ValueError, "positions must have shape (seq,) or (batch, seq)"),
+    R(positional.RotaryAttention, "inf position", lambda: positional.RotaryAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.tensor([0.0, 1.0, INF])), ValueError, "positions must be finite"),
     # measure
     R(measure.peak_tensor_memory, "not callable", lambda: measure.peak_tensor_memory(3), TypeError, "fn must be a callable"),
     R(measure.median_time, "repeats = 0", lambda: measure.median_time(lambda: None, repeats=0), ValueError, "repeats must be an int >= 1, got 0"),
@@ -537,11 +539,13 @@ ROWS: list[Row] = [
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {
-    "lectures_lib.attention.KeyValueCache": "a container the decoder fills step by step; it holds "
+    "lectures_lib.cache.KeyValueCache": "a container the decoder fills step by step; it holds "
     "what the library's own forward_cached appends",
-    "lectures_lib.attention.kv_cache_problem": "accepts any object: it answers with the reason a "
+    "lectures_lib.cache.kv_cache_problem": "accepts any object: it answers with the reason a "
     "module cannot use the cache, or None",
-    "lectures_lib.models.DecoderCache": "built by Transformer.init_cache, not by hand",
+    "lectures_lib.cache.DecoderCache": "built by Transformer.init_cache, not by hand",
+    "lectures_lib.positional.RotarySelfAttention": "the deprecated old name of RotaryAttention (a "
+    "subclass that only warns): RotaryAttention's rows cover it",
     "lectures_lib.utils.at_boundary": "takes no argument",
     "lectures_lib.utils.inside_library": "takes no argument",
     "lectures_lib.layers.AttentionFactory": "a type alias, not a function",
