@@ -181,14 +181,17 @@ def lr_schedule(
       (it also cycles Adam's :math:`\beta_1` between 0.85 and 0.95);
     * ``"constant"``: :math:`\eta_s = \eta`.
 
-    ``warmup`` is a fraction of ``total_steps`` in ``[0, 1)``; a warm-up of at most one step
-    (``warmup * total_steps <= 1``) is no warm-up: ``one_cycle`` then starts at the peak
-    (PyTorch's ``OneCycleLR`` would divide by zero on a one-step warm-up). The default trains the
-    models of ``04`` and ``05`` (``05`` plots it); ``benchmarks/README.md`` compares the three.
+    ``warmup`` is a fraction of ``total_steps`` in ``[0, 1)``. A warm-up of exactly one step
+    (``warmup * total_steps == 1``, e.g. the default 0.1 with 10 steps) makes PyTorch's
+    ``OneCycleLR`` divide by zero (its warm-up would rise from step 0 to step 0): it then ends a
+    hair after step 0, so step 0 runs at :math:`\eta / 25` and the decay starts at step 1. The
+    default trains the models of ``04`` and ``05`` (``05`` plots it); ``benchmarks/README.md``
+    compares the three.
     """
     if schedule == "one_cycle":
         peak = optimizer.param_groups[0]["lr"]
-        pct_start = warmup if warmup * total_steps > 1 else 1e-6  # 1e-6: no warm-up phase
+        one_step = warmup * total_steps == 1  # OneCycleLR's warm-up would span 0 steps
+        pct_start = (1 + 1e-6) / total_steps if one_step else max(warmup, 1e-6)
         return torch.optim.lr_scheduler.OneCycleLR(
             optimizer, max_lr=peak, total_steps=total_steps, pct_start=pct_start
         )

@@ -12,8 +12,8 @@ from lectures_lib.attention import (
 )
 from lectures_lib.decoding import beam_search, greedy_decode, sequence_log_prob
 from lectures_lib.layers import DecoderLayer
+from lectures_lib.models import Transformer
 from lectures_lib.positional import RotaryAttention
-from lectures_lib.transformer import Transformer
 
 PAD, BOS, EOS = 0, 1, 2
 
