@@ -146,12 +146,73 @@ def adamw():
     return torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
 
 
+def _reused_cache():
+    """A cache filled by a batch of 2, then fed a batch of 1."""
+    module, cache = mha(), attention.KeyValueCache()
+    module.forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), cache)
+    return module.forward_cached(floats(1, 1, 8), floats(1, 1, 8), floats(1, 1, 8), cache)
+
+
 R = Row
 
 # ---- the table ---------------------------------------------------------------------------------
 
 ROWS: list[Row] = [
     # utils
+    # issue 18, core: the newer APIs refuse what they cannot use (forward_cached, key padding,
+    # positions, factories, schedules, flags, pictures)
+    R(attention.MultiHeadAttention, "forward_cached: float 0/1 mask", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), torch.ones(1, 1)), TypeError, "mask must have dtype torch.bool"),
+    R(attention.MultiHeadAttention, "forward_cached: int mask", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), torch.ones(1, 1, dtype=torch.long)), TypeError, "mask must have dtype torch.bool"),
+    R(attention.MultiHeadAttention, "forward_cached: static='False'", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), static="False"), TypeError, "static must be a bool"),
+    R(attention.MultiHeadAttention, "forward_cached: static=2", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), static=2), TypeError, "static must be a bool"),
+    R(attention.MultiHeadAttention, "forward_cached: 2-D query", lambda: mha().forward_cached(floats(2, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache()), ValueError, "query must have 3 dimensions"),
+    R(attention.MultiHeadAttention, "forward_cached: query width 7", lambda: mha().forward_cached(floats(2, 1, 7), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache()), ValueError, "query must have shape (batch, seq, 8)"),
+    R(attention.MultiHeadAttention, "forward_cached: int query", lambda: mha().forward_cached(ids(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache()), TypeError, "query must have dtype floating"),
+    R(attention.MultiHeadAttention, "forward_cached: a list as query", lambda: mha().forward_cached([[0.0] * 8], floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache()), TypeError, "query must be a torch.Tensor"),
+    R(attention.MultiHeadAttention, "forward_cached: mask of the wrong n_k", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), bools(1, 5)), ValueError, "does not fit attention scores of shape (2, 2, 1, 1)"),
+    R(attention.MultiHeadAttention, "forward_cached: a cache of another batch size", lambda: _reused_cache(), ValueError, "the cache holds 2 rows"),
+    R(attention.MultiHeadAttention, "forward_cached: not a cache", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), {}), TypeError, "cache must be a KeyValueCache"),
+    R(attention.MultiHeadAttention, "float64 input to a float32 module", lambda: mha()(floats(2, 3, 8, dtype=torch.float64), floats(2, 3, 8, dtype=torch.float64), floats(2, 3, 8, dtype=torch.float64)), TypeError, "must have the module's dtype torch.float32"),
+    R(attention.MultiHeadAttention, "key_padding_mask (n_q, n_k)-shaped", lambda: mha()(floats(2, 3, 8), floats(2, 5, 8), floats(2, 5, 8), key_padding_mask=bools(3, 5)), ValueError, "key_padding_mask must have shape (batch, n_keys) = (2, 5)"),
+    R(attention.MultiHeadAttention, "key_padding_mask of floats", lambda: mha()(floats(2, 3, 8), floats(2, 5, 8), floats(2, 5, 8), key_padding_mask=torch.ones(2, 5)), TypeError, "key_padding_mask must have dtype bool"),
+    R(attention.MultiHeadAttention, "positions of another length", lambda: mha()(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.arange(4)), ValueError, "positions must have shape (seq,) or (batch, seq)"),
+    R(positional.RotaryAttention, "a cached cross-attention", lambda: positional.RotaryAttention(8, 2).forward_cached(floats(2, 1, 8), floats(2, 3, 8), floats(2, 3, 8), attention.KeyValueCache(), static=True), ValueError, "is self-attention: it cannot attend to a static memory"),
+    R(positional.RotaryAttention, "as the cached cross-attention of a Transformer", lambda: models.Transformer(6, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16, cross_attention=positional.RotaryAttention).init_cache(), TypeError, "decoder layer 0 cross_attn: RotaryAttention is self-attention"),
+    R(layers.EncoderLayer, "factory returning a Linear", lambda: encoder_layer(attention=lambda d, h, p: nn.Linear(d, d)), TypeError, "must return an attention module whose forward is"),
+    R(models.EncoderTagger, "factory returning a Linear", lambda: models.EncoderTagger(6, 3, d_model=8, num_heads=2, num_layers=1, d_ff=16, attention=lambda d, h, p: nn.Linear(d, d)), TypeError, "must return an attention module whose forward is"),
+    R(models.Transformer, "encoder factory returning a Linear", lambda: models.Transformer(6, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16, encoder_attention=lambda d, h, p: nn.Linear(d, d)), TypeError, "must return an attention module whose forward is"),
+    R(layers.EncoderLayer, "bias=False with a factory that takes no bias", lambda: encoder_layer(bias=False, attention=lambda d, h, p: attention.MultiHeadAttention(d, h, p)), TypeError, "bias=False cannot reach the attention factory"),
+    R(models.Transformer, "positional_encoding 'no'", lambda: models.Transformer(6, 7, positional_encoding="no"), TypeError, "positional_encoding must be a bool"),
+    R(models.Transformer, "decode with src_mask and src", lambda: seq2seq().decode(ids(2, 3), floats(2, 4, 8), bools(2, 1, 1, 4), src=ids(2, 4)), ValueError, "not both"),
+    R(models.Transformer, "decode with a float src_mask", lambda: seq2seq().decode(ids(2, 3), floats(2, 4, 8), torch.ones(2, 1, 1, 4)), TypeError, "mask must have dtype torch.bool"),
+    R(models.Transformer, "decode_step past max_len", lambda: models.Transformer(6, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16, max_len=4).decode_step(ids(2, 5), floats(2, 3, 8), seq2seq().init_cache()), ValueError, "tgt has 5 positions"),
+    R(decoding.greedy_decode, "bos_id outside the vocabulary", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 4, 99, 2, 0), ValueError, "bos_id=99 is not a token of the model's target vocabulary of 7"),
+    R(decoding.sample_decode, "bos_id outside the vocabulary", lambda: decoding.sample_decode(seq2seq(), ids(2, 3), 4, 99, 2, 0), ValueError, "bos_id=99 is not a token"),
+    R(decoding.beam_search, "bos_id outside the vocabulary", lambda: decoding.beam_search(seq2seq(), ids(2, 3), 2, 4, 99, 2, 0), ValueError, "bos_id=99 is not a token"),
+    R(decoding.sample_decode, "return_scores 'yes'", lambda: decoding.sample_decode(seq2seq(), ids(2, 3), 4, 1, 2, 0, return_scores="yes"), TypeError, "return_scores must be a bool"),
+    R(decoding.greedy_decode, "return_scores 'False'", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 4, 1, 2, 0, return_scores="False"), TypeError, "return_scores must be a bool"),
+    R(decoding.greedy_decode, "suppress_bos 'no'", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 4, 1, 2, 0, suppress_bos="no"), TypeError, "suppress_bos must be a bool"),
+    R(decoding.sample_decode, "an empty batch", lambda: decoding.sample_decode(seq2seq(), ids(0, 5), 4, 1, 2, 0), ValueError, "src must hold at least one sequence (batch >= 1)"),
+    R(training.fit, "desc=3", lambda: training.fit(tagger(), (ids(4, 3), ids(4, 3, high=3)), epochs=1, desc=3, progress=False), TypeError, "desc must be a str"),
+    R(measure.count_parameters, "trainable_only 'yes'", lambda: measure.count_parameters(nn.Linear(2, 2), trainable_only="yes"), TypeError, "trainable_only must be a bool"),
+    R(measure.count_parameters, "trainable_only 2", lambda: measure.count_parameters(nn.Linear(2, 2), trainable_only=2), TypeError, "trainable_only must be a bool"),
+    R(plotting.plot_heatmap, "colorbar 'False'", lambda: plotting.plot_heatmap(floats(2, 2), colorbar="False"), TypeError, "colorbar must be a bool"),
+    R(plotting.plot_attention, "colorbar 'yes'", lambda: plotting.plot_attention(torch.full((2, 2), 0.5), colorbar="yes"), TypeError, "colorbar must be a bool"),
+    R(plotting.plot_attention, "title=3", lambda: plotting.plot_attention(torch.full((2, 2), 0.5), title=3), TypeError, "title must be a str or None"),
+    R(plotting.plot_heatmap, "unknown cmap", lambda: plotting.plot_heatmap(floats(2, 2), cmap="no-such-map"), ValueError, "cmap must name a matplotlib colormap"),
+    R(plotting.plot_history, "title=3", lambda: plotting.plot_history(history(), title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_alternating_stack, "title=3", lambda: diagrams.draw_alternating_stack(title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_alternating_stack, "num_layers=10**6", lambda: diagrams.draw_alternating_stack(num_layers=10**6), ValueError, "num_layers=1000000 is more than a diagram can show"),
+    R(diagrams.draw_local_attention, "n_frames=10**6", lambda: diagrams.draw_local_attention(n_frames=10**6), ValueError, "more than a diagram can show"),
+    R(diagrams.draw_multi_head, "num_heads=10**6", lambda: diagrams.draw_multi_head(num_heads=10**6), ValueError, "more than a diagram can show"),
+    R(diagrams.draw_qkv_flow, "n_inputs=10**6", lambda: diagrams.draw_qkv_flow(n_inputs=10**6), ValueError, "more than a diagram can show"),
+    R(diagrams.draw_decoding_loop, "10**4 words", lambda: diagrams.draw_decoding_loop(words=["w"] * 10**4), ValueError, "more than a diagram can show"),
+    R(diagrams.draw_encoder_block, "title=3", lambda: diagrams.draw_encoder_block(title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_encoder_decoder, "title=3", lambda: diagrams.draw_encoder_decoder(title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_matrix_form, "title=3", lambda: diagrams.draw_matrix_form(title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_decoding_loop, "title=3", lambda: diagrams.draw_decoding_loop(title=3), TypeError, "title must be a str or None"),
+    R(utils.validated, "a validator that is not callable", lambda: utils.validated(3), TypeError, "validator must be a callable"),
+    R(utils.validated, "trusted a string", lambda: utils.validated(print, trusted="no"), TypeError, "trusted must be a bool"),
     R(utils.seed_everything, "float seed", lambda: utils.seed_everything(1.5), TypeError, "seed must be an int"),
     R(utils.seed_everything, "bool seed", lambda: utils.seed_everything(True), TypeError, "seed must be an int"),
     R(utils.seed_everything, "0 threads", lambda: utils.seed_everything(0, num_threads=0), ValueError, "num_threads must be >= 1"),
@@ -308,9 +369,9 @@ ROWS: list[Row] = [
     R(positional.RotaryEmbedding, "base = 1", lambda: positional.RotaryEmbedding(4, base=1), ValueError, "base must be a finite number > 1"),
     R(positional.RotaryEmbedding, "odd d_head", lambda: positional.RotaryEmbedding(3), ValueError, "d_head must be even"),
     R(positional.RotaryEmbedding, "x of another width", lambda: positional.RotaryEmbedding(4)(floats(2, 3, 6)), ValueError, "x must have shape (..., seq, d_head=4)"),
-    R(positional.RotarySelfAttention, "odd d_head", lambda: positional.RotarySelfAttention(6, 2), ValueError, "needs an even d_head"),
-    R(positional.RotarySelfAttention, "positions of another length", lambda: positional.RotarySelfAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.arange(4)), ValueError, "positions must have shape (seq,) or (batch, seq)"),
-    R(positional.RotarySelfAttention, "inf position", lambda: positional.RotarySelfAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.tensor([0.0, 1.0, INF])), ValueError, "positions must be finite"),
+    R(positional.RotaryAttention, "odd d_head", lambda: positional.RotaryAttention(6, 2), ValueError, "needs an even d_head"),
+    R(positional.RotaryAttention, "positions of another length", lambda: positional.RotaryAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.arange(4)), ValueError, "positions must have shape (seq,) or (batch, seq)"),
+    R(positional.RotaryAttention, "inf position", lambda: positional.RotaryAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.tensor([0.0, 1.0, INF])), ValueError, "positions must be finite"),
     # measure
     R(measure.peak_tensor_memory, "not callable", lambda: measure.peak_tensor_memory(3), TypeError, "fn must be a callable"),
     R(measure.median_time, "repeats = 0", lambda: measure.median_time(lambda: None, repeats=0), ValueError, "repeats must be an int >= 1, got 0"),
@@ -563,11 +624,13 @@ ROWS: list[Row] = [
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {
-    "lectures_lib.attention.KeyValueCache": "a container the decoder fills step by step; it holds "
+    "lectures_lib.cache.KeyValueCache": "a container the decoder fills step by step; it holds "
     "what the library's own forward_cached appends",
-    "lectures_lib.attention.kv_cache_problem": "accepts any object: it answers with the reason a "
+    "lectures_lib.cache.kv_cache_problem": "accepts any object: it answers with the reason a "
     "module cannot use the cache, or None",
-    "lectures_lib.models.DecoderCache": "built by Transformer.init_cache, not by hand",
+    "lectures_lib.cache.DecoderCache": "built by Transformer.init_cache, not by hand",
+    "lectures_lib.positional.RotarySelfAttention": "the deprecated old name of RotaryAttention (a "
+    "subclass that only warns): RotaryAttention's rows cover it",
     "lectures_lib.utils.at_boundary": "takes no argument",
     "lectures_lib.utils.validated": "a decorator the library's own modules apply to their entry "
     "points; the rows of those entry points test it",
