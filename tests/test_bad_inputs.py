@@ -632,8 +632,6 @@ NO_ROW: dict[str, str] = {
     "lectures_lib.positional.RotarySelfAttention": "the deprecated old name of RotaryAttention (a "
     "subclass that only warns): RotaryAttention's rows cover it",
     "lectures_lib.utils.at_boundary": "takes no argument",
-    "lectures_lib.utils.validated": "a decorator the library's own modules apply to their entry "
-    "points; the rows of those entry points test it",
     "lectures_lib.utils.inside_library": "takes no argument",
     "lectures_lib.layers.AttentionFactory": "a type alias, not a function",
     "lectures_lib.measure.MemoryReport": "a record the library fills; it holds what it is given",

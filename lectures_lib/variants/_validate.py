@@ -503,17 +503,11 @@ _SUPPORTED = {
 
 
 def variant_inputs(module, query, key, value, mask, need_weights) -> None:
-    """``forward`` of a variant: what ``MultiHeadAttention`` checks, then the module's dtype and
-    what its capability flags (``self_attention_only``, ``masks``, ``seq_len``) allow."""
-    MultiHeadAttention.check_inputs(module, query, key, value, mask, need_weights)
+    """``forward`` of a variant: what ``MultiHeadAttention`` checks (shapes, the module's dtype,
+    the mask), then what its capability flags (``self_attention_only``, ``masks``, ``seq_len``)
+    allow."""
+    MultiHeadAttention.check_inputs(module, query, key, value, mask, need_weights)  # dtype too
     name = type(module).__name__
-    weight = module.q_proj.weight
-    if query.dtype != weight.dtype:
-        raise TypeError(
-            f"query, key and value must have the module's dtype {weight.dtype}, got "
-            f"{query.dtype} (convert the input with .to({weight.dtype}) or the module with "
-            f".to({query.dtype}))"
-        )
     if module.self_attention_only and query.shape[1] != key.shape[1]:
         raise ValueError(
             f"{name} is self-attention: it needs as many queries as keys (query and key of the "
