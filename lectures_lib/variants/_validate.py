@@ -404,7 +404,10 @@ def feature_map_is_callable(feature_map):
 def features(q_features: object, k_features: object, q: torch.Tensor, k: torch.Tensor) -> None:
     """What a feature map returns (run on the learner's map at every call, never trusted):
     floating tensors ``(..., n, f)`` of non-negative features, as many for queries as for keys."""
-    for name, feats, x in (("queries", q_features, q), ("keys", k_features, k)):
+    pairs = (("queries", q_features, q), ("keys", k_features, k))
+    if q_features is k_features:  # one tensor at a time (LinearAttention.features)
+        pairs = (("queries or keys", q_features, q),)
+    for name, feats, x in pairs:
         if not isinstance(feats, torch.Tensor) or not feats.is_floating_point():
             raise TypeError(
                 f"feature_map must return a floating tensor, got {type(feats).__name__} "
@@ -526,7 +529,7 @@ def variant_inputs(module, query, key, value, mask, need_weights) -> None:
             f"global_positions={list(positions)} of {name} must lie inside the sequence, but "
             f"query has only n={query.shape[1]} positions (shape {tuple(query.shape)})"
         )
-    if mask is not None:
+    if mask is not None and module.masks != "any":
         module.supported_mask(mask, query.shape[1], key.shape[1])
 
 
