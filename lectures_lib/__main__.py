@@ -5,7 +5,8 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib lab [--student]   JupyterLab on notebooks/ (or your copies in student/)
     python -m lectures_lib test [PART ...]   lint + unit tests + every notebook under nbval
     python -m lectures_lib notebooks         re-execute every notebook in place (stored outputs;
-                                             --remeasure also stores new time plots)
+                                             --remeasure also stores new time plots), then
+                                             write the Chinese ones (notebooks/zh-Hans, zh-Hant)
     python -m lectures_lib student           write the student versions to student/ (overwrites)
     python -m lectures_lib site              build the static site in build/site/
 
@@ -83,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "notebooks":
         from .notebooks import main as notebooks_main
 
-        return notebooks_main(["execute", str(ROOT / "notebooks")]
+        code = notebooks_main(["execute", str(ROOT / "notebooks")]
                               + (["--remeasure"] if args.remeasure else []))
+        from .translate import main as translate_main  # the Chinese notebooks, from this run
+
+        return code or translate_main(["generate"])
     if args.command == "student":
         from .exercises import main as exercises_main
 

@@ -201,9 +201,11 @@ def strip_solutions(source: str | list[str], cell_type: str = "code") -> str:
     return "".join(kept).rstrip()
 
 
+# English, or the Chinese notebooks' form (issue 22): **练习 N — 标题（P 分）。** (練習 in zh-Hant)
 EXERCISE_HEADER = re.compile(
-    r"^\*\*Exercise\s+(?P<number>\d+)\s*[—–-]+\s*(?P<title>.*?)\s*"
-    r"\((?P<points>\d+(?:\.\d+)?)\s+points?\b[^)]*\)"
+    r"^\*\*(?:Exercise\s+|练习\s*|練習\s*)(?P<number>\d+)\s*[—–-]+\s*(?P<title>.*?)\s*"
+    r"(?:\((?P<points>\d+(?:\.\d+)?)\s+points?\b[^)]*\)"
+    r"|[（(]\s*(?P<fen>\d+(?:\.\d+)?)\s*分[^）)]*[）)])"
 )
 _HEADING = re.compile(r"^##\s", re.MULTILINE)
 
@@ -248,7 +250,8 @@ def find_exercises(nb: NotebookNode) -> list[Exercise]:
         if cell.cell_type == "markdown":
             match = EXERCISE_HEADER.match(source.lstrip())
             if match:
-                current = Exercise(int(match["number"]), match["title"], float(match["points"]),
+                points = match["points"] or match["fen"]
+                current = Exercise(int(match["number"]), match["title"], float(points),
                                    index, [], [], [])
                 exercises.append(current)
             elif _HEADING.search(source):

@@ -67,6 +67,8 @@ ZH_HANT_TERMS = {
     "引數": "參數",  # learned parameters (s2twp takes 参数 for a program's argument)
     "語音識別": "語音辨識",  # speech recognition
     "畫素": "像素",  # pixel
+    "筆記本里": "筆記本裡",  # s2twp reads 本里 as a place name
+    "“": "「", "”": "」", "‘": "『", "’": "』",  # Taiwan's quotation marks
 }
 
 # Terms checked on the converter itself (Simplified -> expected Traditional, Taiwan usage): what
@@ -82,6 +84,7 @@ ZH_HANT_EXPECTED = {
     "像素": "像素", "局部注意力": "局部注意力", "全局注意力": "全域注意力",
     "信息": "資訊", "程序": "程式", "代码": "程式碼", "默认": "預設", "内存": "記憶體",
     "数据": "資料", "词嵌入": "詞嵌入", "感受野": "感受野", "帧": "幀",
+    "在这个笔记本里": "在這個筆記本裡", "“可以关注”": "「可以關注」",
 }
 
 HEADER = re.compile(r"^<!-- en: (?P<id>\S+) sha256: (?P<sha>[0-9a-f]{16}) -->[ \t]*$", re.MULTILINE)
@@ -205,6 +208,52 @@ def problems(nb: NotebookNode, blocks: list[Block], name: str = "") -> list[str]
     return found
 
 
+_FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+_MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+?\$", re.DOTALL)  # may wrap: compared space-normalised
+_CODE = re.compile(r"`[^`]+`")
+_URL = re.compile(r"https?://[^\s<>)]+")
+_MARKER = re.compile(r"^### (?:BEGIN|END) (?:SOLUTION|HIDDEN TESTS)[ \t]*$", re.MULTILINE)
+_HEADING_LEVEL = re.compile(r"^(#{1,6}) ", re.MULTILINE)
+
+
+def _spaced(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def verbatim_parts(text: str) -> dict[str, list[str]]:
+    """What a translation must keep exactly as the English has it, by kind.
+
+    Fenced code blocks, math ($...$ and $$...$$), code spans, URLs, the nbgrader region markers,
+    the sequence of heading levels, and whether the cell is a ⚠️ box and an exercise header.
+    """
+    fences = _FENCE.findall(text)
+    prose = _FENCE.sub("", text)
+    math = _MATH.findall(prose)
+    prose = _MATH.sub("", prose)
+    return {
+        "code block": fences,
+        "math": sorted(_spaced(m) for m in math),
+        "code span": sorted(_spaced(c) for c in _CODE.findall(prose)),
+        "URL": sorted(_URL.findall(prose)),
+        "marker": _MARKER.findall(text),
+        "heading levels": _HEADING_LEVEL.findall(_MARKER.sub("", prose)),
+        "⚠️ box": ["⚠️"] * prose.count("⚠️"),
+    }
+
+
+def verbatim_problems(english: str, chinese: str) -> list[str]:
+    """How ``chinese`` fails to keep :func:`verbatim_parts` of ``english`` (empty: it keeps them)."""
+    want, got = verbatim_parts(english), verbatim_parts(chinese)
+    found = []
+    for kind in want:
+        if want[kind] != got[kind]:
+            missing = [x for x in want[kind] if x not in got[kind]]
+            extra = [x for x in got[kind] if x not in want[kind]]
+            found.append(f"{kind}: missing {missing[:3]}, not in the English {extra[:3]}"
+                         if missing or extra else f"{kind}: {want[kind]} != {got[kind]}")
+    return found
+
+
 # --------------------------------------------------------------------------------- generating
 
 _LINK = re.compile(r"(\]\(|<img [^>]*src=\")(?P<target>[^)\"\s]+)")
@@ -323,6 +372,52 @@ def generate_all(folder: Path = NOTEBOOKS, translations: Path = TRANSLATIONS) ->
     return found
 
 
+def compare_generated(english: NotebookNode, translated: NotebookNode, name: str = "",
+                      translations: Path = TRANSLATIONS, folder: Path = NOTEBOOKS) -> list[str]:
+    """How a stored translated notebook differs from what :func:`generate` would write now.
+
+    Every code cell must be the English cell verbatim (source, outputs, execution count,
+    metadata), the cells must be the English cells in the same order (ids and types), and every
+    markdown cell must be what the translation file gives (so a hand edit of the ``.ipynb``, or a
+    translation file changed without regenerating, fails too).
+    """
+    where = f"{name}: " if name else ""
+    found = []
+    ours = [(c.cell_type, c.id) for c in translated.cells]
+    theirs = [(c.cell_type, c.id) for c in english.cells]
+    if ours != theirs:
+        found.append(f"{where}its cells are not the English cells (type, id): "
+                     f"{sorted(set(theirs) - set(ours))[:5]} missing, "
+                     f"{sorted(set(ours) - set(theirs))[:5]} extra, or the order differs")
+        return found
+    language = translated.metadata.get(METADATA_KEY, {}).get("language")
+    if language not in LANGUAGES:
+        return found + [f"{where}notebook metadata {METADATA_KEY!r} names no language of "
+                        f"{LANGUAGES}: {translated.metadata.get(METADATA_KEY)!r}"]
+    bare = {k: v for k, v in translated.metadata.items() if k != METADATA_KEY}
+    if bare != dict(english.metadata):
+        found.append(f"{where}notebook metadata differs from the English notebook's (kernel, "
+                     "language_info): regenerate")
+    for mine, source in zip(translated.cells, english.cells, strict=True):
+        if mine.cell_type == "code":
+            for part in ("source", "outputs", "execution_count", "metadata"):
+                if mine.get(part) != source.get(part):
+                    found.append(f"{where}code cell {mine.id}: its {part} differs from the "
+                                 "English notebook's (code is never translated: regenerate)")
+    stem = Path(name).stem if name else ""
+    path = translations / SOURCE_LANGUAGE / f"{stem}.md"
+    if stem and path.is_file():
+        expected = translate_notebook(english, parse_translation(path.read_text(encoding="utf-8")),
+                                      language, "", folder, translations)
+        for mine, want in zip(translated.cells, expected.cells, strict=True):
+            if mine.cell_type == "markdown" and (source_of(mine) != source_of(want)
+                                                 or mine.metadata != want.metadata):
+                found.append(f"{where}markdown cell {mine.id} is not what translations/"
+                             f"{SOURCE_LANGUAGE}/{path.name} gives: regenerate "
+                             "(python -m lectures_lib.translate generate)")
+    return found
+
+
 def skeleton(nb: NotebookNode, blocks: list[Block] | None = None) -> str:
     """Block headers for every markdown cell of ``nb``, each with its English text in a comment.
 
@@ -380,12 +475,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         found, untranslated = status()
     for line in found:
-        print(line, file=sys.stderr)
+        print(("warning: " if args.command == "generate" else "") + line, file=sys.stderr)
     if untranslated:
         print("not translated yet (English only): " + ", ".join(untranslated))
     if not found:
         print("all translations are in step with the English notebooks")
-    return 1 if found else 0
+    elif args.command == "generate":
+        print(f"{len(found)} translation problem(s): update translations/{SOURCE_LANGUAGE}/ "
+              "(`python -m lectures_lib.translate skeleton --update NOTEBOOK`); the sync test "
+              "fails until then", file=sys.stderr)
+    # generate writes what there is (make notebooks goes on); status is the check that fails
+    return 1 if found and args.command == "status" else 0
 
 
 if __name__ == "__main__":
