@@ -216,15 +216,25 @@ _MARKER = re.compile(r"^### (?:BEGIN|END) (?:SOLUTION|HIDDEN TESTS)[ \t]*$", re.
 _HEADING_LEVEL = re.compile(r"^(#{1,6}) ", re.MULTILINE)
 
 
+_SEQUENCES = ("code block", "marker", "heading levels", "⚠️ box")
+_TEXT = re.compile(r"\\text\{[^{}]*\}")  # prose inside math, not \\mathrm{ReLU}
+
+
 def _spaced(text: str) -> str:
     return re.sub(r"\s+", " ", text)
+
+
+def _formula(text: str) -> str:
+    """A formula with its words (\\text{...}) blanked: a translation may translate those."""
+    return _TEXT.sub(r"\\text{}", _spaced(text))
 
 
 def verbatim_parts(text: str) -> dict[str, list[str]]:
     """What a translation must keep exactly as the English has it, by kind.
 
     Fenced code blocks, math ($...$ and $$...$$), code spans, URLs, the nbgrader region markers,
-    the sequence of heading levels, and whether the cell is a ⚠️ box and an exercise header.
+    the sequence of heading levels, and the ⚠️ boxes. Words inside math (``\\text{...}``) may be
+    translated; spacing and line breaks do not count.
     """
     fences = _FENCE.findall(text)
     prose = _FENCE.sub("", text)
@@ -232,7 +242,7 @@ def verbatim_parts(text: str) -> dict[str, list[str]]:
     prose = _MATH.sub("", prose)
     return {
         "code block": fences,
-        "math": sorted(_spaced(m) for m in math),
+        "math": sorted(_formula(m) for m in math),
         "code span": sorted(_spaced(c) for c in _CODE.findall(prose)),
         "URL": sorted(_URL.findall(prose)),
         "marker": _MARKER.findall(text),
@@ -246,11 +256,16 @@ def verbatim_problems(english: str, chinese: str) -> list[str]:
     want, got = verbatim_parts(english), verbatim_parts(chinese)
     found = []
     for kind in want:
-        if want[kind] != got[kind]:
-            missing = [x for x in want[kind] if x not in got[kind]]
-            extra = [x for x in got[kind] if x not in want[kind]]
-            found.append(f"{kind}: missing {missing[:3]}, not in the English {extra[:3]}"
-                         if missing or extra else f"{kind}: {want[kind]} != {got[kind]}")
+        if kind in _SEQUENCES:  # the cell's structure: exactly the English one
+            if want[kind] != got[kind]:
+                found.append(f"{kind}: the English has {want[kind]}, the translation {got[kind]}")
+            continue
+        # every English formula, code span, URL must be there; a translation may repeat one
+        missing = sorted(set(want[kind]) - set(got[kind]))
+        if missing:
+            found.append(f"{kind}: missing {missing[:3]}"
+                         + (f" (the translation has {sorted(set(got[kind]) - set(want[kind]))[:3]})"
+                            if set(got[kind]) - set(want[kind]) else ""))
     return found
 
 

@@ -207,6 +207,9 @@ def test_verbatim_check_catches_a_changed_formula_and_a_lost_marker():
     assert tr.verbatim_problems(english, good.replace("\\cdot", "\\times"))
     assert tr.verbatim_problems(english, good.replace("### END SOLUTION", "### 结束"))
     assert tr.verbatim_problems(english, good.replace("`attention_scores`", "attention_scores"))
+    # repeating a formula, translating the words inside \text{...}: fine
+    assert tr.verbatim_problems("$x_\\text{pos}$ and $q$", "$x_\\text{位置}$ 和 $q$，$q$") == []
+    assert tr.verbatim_problems("$\\mathrm{ReLU}$", "$\\mathrm{GELU}$")
 
 
 def test_links_resolve_from_the_language_folder(tmp_path):
