@@ -1,4 +1,4 @@
-"""Re-execute the course's notebooks in place: ``python -m lectures_lib.notebooks execute notebooks``.
+"""Re-execute the course's notebooks in place: ``python -m lectures_lib notebooks [PATH]``.
 
 This is what ``make notebooks`` runs. Each notebook runs top to bottom in a fresh kernel (its own
 folder as working directory), exactly as a student runs it; the stored outputs (plots included)
@@ -114,7 +114,7 @@ def find_notebooks(path: Path) -> list[Path]:
     """``path`` itself if it is a notebook, else every ``*.ipynb`` below it.
 
     Checkpoints are skipped, and so are the generated translations in a language folder below
-    ``path`` (``notebooks/zh-Hans/``: written by :mod:`lectures_lib.translate`, not executed);
+    ``path`` (``notebooks/zh-Hans/``: written by :mod:`lectures_lib.tooling.translate`, not executed);
     pass the language folder itself to get them.
     """
     from .translate import LANGUAGES

@@ -39,7 +39,8 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import ROOT
+
 NOTEBOOKS = ROOT / "notebooks"
 TRANSLATIONS = ROOT / "translations"
 SOURCE_LANGUAGE = "zh-Hans"  # written by translators; zh-Hant is generated from it
@@ -355,7 +356,7 @@ def translate_notebook(nb: NotebookNode, blocks: list[Block], language: str = SO
     out.metadata[METADATA_KEY] = {
         "language": language,
         "source": f"../{source_name}" if source_name else "",
-        "generated_by": "python -m lectures_lib.translate generate",
+        "generated_by": "python -m lectures_lib.tooling.translate generate",
     }
     return out
 
@@ -429,7 +430,7 @@ def compare_generated(english: NotebookNode, translated: NotebookNode, name: str
                                                  or mine.metadata != want.metadata):
                 found.append(f"{where}markdown cell {mine.id} is not what translations/"
                              f"{SOURCE_LANGUAGE}/{path.name} gives: regenerate "
-                             "(python -m lectures_lib.translate generate)")
+                             "(python -m lectures_lib.tooling.translate generate)")
     return found
 
 
@@ -464,7 +465,7 @@ def status(folder: Path = NOTEBOOKS, translations: Path = TRANSLATIONS) -> tuple
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lectures_lib.translate",
+    parser = argparse.ArgumentParser(prog="python -m lectures_lib.tooling.translate",
                                      description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("generate", help="write notebooks/zh-Hans/ and notebooks/zh-Hant/")
@@ -497,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         print("all translations are in step with the English notebooks")
     elif args.command == "generate":
         print(f"{len(found)} translation problem(s): update translations/{SOURCE_LANGUAGE}/ "
-              "(`python -m lectures_lib.translate skeleton --update NOTEBOOK`); the sync test "
+              "(`python -m lectures_lib.tooling.translate skeleton --update NOTEBOOK`); the sync test "
               "fails until then", file=sys.stderr)
     # generate writes what there is (make notebooks goes on); status is the check that fails
     return 1 if found and args.command == "status" else 0

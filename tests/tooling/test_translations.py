@@ -19,10 +19,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib import translate as tr
-from lectures_lib.exercises import find_exercises
+from lectures_lib.tooling import translate as tr
+from lectures_lib.tooling.exercises import find_exercises
 
-ROOT = Path(__file__).resolve().parent.parent
 TRANSLATED = tr.translated_notebooks()
 IDS = [p.stem for p in TRANSLATED]
 
@@ -55,7 +54,7 @@ def test_translation_is_in_step_with_the_english_notebook(path):
 @pytest.mark.parametrize("path", TRANSLATED, ids=IDS)
 def test_generated_notebook_is_the_english_code_and_the_translated_prose(path, language):
     generated = tr.output_path(path, language)
-    assert generated.is_file(), f"{generated} missing: python -m lectures_lib.translate generate"
+    assert generated.is_file(), f"{generated} missing: python -m lectures_lib.tooling.translate generate"
     translated = nbformat.read(generated, as_version=4)
     found = tr.compare_generated(_english(path), translated, path.name)
     assert not found, "\n".join(found)
