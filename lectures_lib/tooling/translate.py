@@ -464,6 +464,25 @@ def status(folder: Path = NOTEBOOKS, translations: Path = TRANSLATIONS) -> tuple
     return found, [p.name for p in untranslated_notebooks(folder, translations)]
 
 
+MESSAGES_ZH_HANT = ROOT / "lectures_lib" / "checks" / "_messages_zh_hant.py"
+
+
+def messages_zh_hant_source() -> str:
+    """The module ``checks/_messages_zh_hant.py``: the checkers' catalogue converted by :func:`to_hant`.
+
+    Generated (``python -m lectures_lib.tooling.translate generate`` writes it) because the
+    checkers run without OpenCC, which only the course's tooling needs.
+    """
+    from ..checks.messages import MISTAKES
+
+    lines = ['"""The checkers\' mistakes in Traditional Chinese (Taiwan): GENERATED from messages.py',
+             "by `python -m lectures_lib.tooling.translate generate` (OpenCC s2twp + course terms).",
+             'Do not edit: edit MISTAKES in messages.py and regenerate."""', "",
+             "MISTAKES_ZH_HANT = {"]
+    lines += [f"    {code!r}: {to_hant(text)!r}," for code, text in MISTAKES.items()]
+    return "\n".join(lines) + "\n}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lectures_lib.tooling.translate",
                                      description=__doc__.splitlines()[0])
@@ -484,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "generate":
         found = generate_all()
+        MESSAGES_ZH_HANT.write_text(messages_zh_hant_source(), encoding="utf-8")
         for notebook in translated_notebooks():
             written = [output_path(notebook, lang).relative_to(ROOT).as_posix() for lang in LANGUAGES]
             print("wrote " + ", ".join(written))
