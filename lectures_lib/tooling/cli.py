@@ -92,7 +92,10 @@ def _parser() -> argparse.ArgumentParser:
                            help="notebooks or folders (default: every notebook in notebooks/)")
     notebooks.add_argument("--remeasure", action="store_true",
                            help="also store new plots of the cells that time something")
-    commands.add_parser("student", help="write student versions of the notebooks to student/")
+    student = commands.add_parser("student", help="write student versions of the notebooks to student/")
+    student.add_argument("--lang", default="en",
+                         help="en (default), zh-CN or zh-TW: from notebooks/zh-Hans (zh-Hant) "
+                              "to student/zh-Hans (zh-Hant)")
     site = commands.add_parser("site", help="build the static HTML site in build/site/")
     site.add_argument("--out", type=Path, default=ROOT / "build" / "site")
     return parser
@@ -122,10 +125,17 @@ def _main(argv: list[str]) -> int:
             code = translate_main(["generate"])
         return code
     if args.command == "student":
+        from ..checks.messages import normalise_language
         from .exercises import main as exercises_main
 
         root = clone_root("student")
-        return exercises_main(["release", str(root / "notebooks"), str(root / "student")])
+        try:
+            language = normalise_language(args.lang)
+        except ValueError as error:
+            parser.error(f"--lang: {error}")
+        folder = "" if language == "en" else language
+        return exercises_main(["release", str(root / "notebooks" / folder),
+                               str(root / "student" / folder)])
     if args.command == "site":
         from .site import main as site_main
 
