@@ -464,6 +464,52 @@ def status(folder: Path = NOTEBOOKS, translations: Path = TRANSLATIONS) -> tuple
     return found, [p.name for p in untranslated_notebooks(folder, translations)]
 
 
+README_START = "<!-- translated-notebooks:start"
+README_END = "<!-- translated-notebooks:end -->"
+_SWITCH_HANS = "[English](README.md) · 简体中文 · [繁體中文](README.zh-TW.md)"
+_SWITCH_HANT = "[English](README.md) · [简体中文](README.zh-CN.md) · 繁體中文"
+
+
+def _title(text: str) -> str:
+    first = next((line for line in text.splitlines() if line.startswith("# ")), "")
+    return first[2:].strip()
+
+
+def notebook_table(folder: Path = NOTEBOOKS, translations: Path = TRANSLATIONS) -> str:
+    """The README's table of the notebooks: the Chinese ones linked, the untranslated ones named."""
+    rows = ["| 笔记本 | 简体中文 | 繁體中文 |", "| --- | --- | --- |"]
+    for notebook in english_notebooks(folder):
+        source = translations / SOURCE_LANGUAGE / f"{notebook.stem}.md"
+        if source.is_file():
+            blocks = parse_translation(source.read_text(encoding="utf-8"))
+            title = _title(blocks[0].text) if blocks else notebook.stem
+            rows.append(f"| {title} | [{notebook.name}](notebooks/zh-Hans/{notebook.name}) | "
+                        f"[{notebook.name}](notebooks/zh-Hant/{notebook.name}) |")
+        else:
+            nb = nbformat.read(notebook, as_version=4)
+            cells = markdown_cells(nb)
+            title = _title(source_of(cells[0])) if cells else notebook.stem
+            rows.append(f"| {title}（尚未翻译，[英文版](notebooks/{notebook.name})） | — | — |")
+    return "\n".join(rows)
+
+
+def readme_texts(readme: str, folder: Path = NOTEBOOKS,
+                 translations: Path = TRANSLATIONS) -> tuple[str, str]:
+    """(README.zh-CN.md with its notebook table brought up to date, its zh-TW conversion)."""
+    start, end = readme.index(README_START), readme.index(README_END)
+    start = readme.index("\n", start) + 1
+    hans = readme[:start] + notebook_table(folder, translations) + "\n" + readme[end:]
+    hant = to_hant(hans).replace(to_hant(_SWITCH_HANS), _SWITCH_HANT)
+    return hans, hant
+
+
+def update_readmes(root: Path = ROOT) -> None:
+    path = root / README_NAMES["zh-Hans"]
+    hans, hant = readme_texts(path.read_text(encoding="utf-8"))
+    path.write_text(hans, encoding="utf-8")
+    (root / README_NAMES["zh-Hant"]).write_text(hant, encoding="utf-8")
+
+
 MESSAGES_ZH_HANT = ROOT / "lectures_lib" / "checks" / "_messages_zh_hant.py"
 
 
@@ -504,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "generate":
         found = generate_all()
         MESSAGES_ZH_HANT.write_text(messages_zh_hant_source(), encoding="utf-8")
+        update_readmes()
         for notebook in translated_notebooks():
             written = [output_path(notebook, lang).relative_to(ROOT).as_posix() for lang in LANGUAGES]
             print("wrote " + ", ".join(written))

@@ -232,3 +232,20 @@ def test_traditional_chinese_leaves_math_and_code_alone():
     text = "掩码 `mask=None` 与 $\\operatorname{softmax}(QK^\\top)$，见 <https://arxiv.org/abs/1706.03762>"
     out = tr.to_hant(text)
     assert out.startswith("遮罩") and tr.verbatim_problems(text, out) == []
+
+
+def test_the_chinese_readmes_list_the_notebooks_as_they_are():
+    """README.zh-CN.md's table links the translated notebooks and names the untranslated ones;
+    README.zh-TW.md is its OpenCC conversion (python -m lectures_lib.tooling.translate generate)."""
+    readme = (tr.ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    hans, hant = tr.readme_texts(readme)
+    assert readme == hans, "README.zh-CN.md's notebook table is stale: regenerate"
+    assert (tr.ROOT / "README.zh-TW.md").read_text(encoding="utf-8") == hant
+    for path in TRANSLATED:
+        assert f"(notebooks/zh-Hans/{path.name})" in readme and f"(notebooks/zh-Hant/{path.name})" in hant
+    for path in tr.untranslated_notebooks():
+        assert f"尚未翻译，[英文版](notebooks/{path.name})" in readme
+    assert "make lab-student LANG=zh-CN" in readme and "PIP_INDEX_URL=" in readme
+    assert "TORCH_INDEX=" in readme and "jupyterlab-language-pack-zh-CN" in readme
+    assert "[简体中文](README.zh-CN.md)" in hant and "README.zh-CN.md" in (
+        tr.ROOT / "README.md").read_text(encoding="utf-8")
