@@ -81,8 +81,8 @@ class CheckResult:
     def __str__(self) -> str:
         status = "PASSED" if self.passed else "FAILED"
         local = self._localised()
-        if local is not None:
-            return f"[{status} · {local[0]}] {self.name}: {local[1]}"
+        if local is not None:  # "[PASSED] name: " stays first: graders read that prefix
+            return f"[{status}] {self.name}: {local[0]}。{local[1]}"
         return f"[{status}] {self.name}: {self.message}"
 
     def __repr__(self) -> str:

@@ -87,6 +87,7 @@ def test_a_real_verdict_in_chinese_and_in_english(monkeypatch):
     result = check_scaled_dot_product_attention(_unscaled)
     assert not result.passed and result.mistake == "missing_scaling"
     text = str(result)
+    assert text.startswith("[FAILED] scaled_dot_product_attention: 未通过。")  # graders' prefix
     assert "未通过" in text and messages.MISTAKES["missing_scaling"] in text
     assert result.message in text  # the checker's own details (the probe's numbers) are kept
     assert "未通过" in result._repr_html_()
@@ -99,6 +100,32 @@ def test_a_real_verdict_in_chinese_and_in_english(monkeypatch):
 
 def test_a_passed_check_and_an_unknown_code_in_chinese(monkeypatch):
     monkeypatch.setenv("LECTURES_LANG", "zh-Hans")
-    assert "[PASSED · 通过]" in str(CheckResult("x", True, "matches on 12 probes."))
+    assert str(CheckResult("x", True, "matches on 12 probes.")).startswith("[PASSED] x: 通过。")
     unknown = str(CheckResult("x", False, "odd.", "some_new_code"))
     assert messages.UNKNOWN["zh-Hans"] in unknown and "some_new_code" in unknown
+
+
+def test_a_kernel_running_a_chinese_notebook_gets_chinese_verdicts(tmp_path):
+    """The real route: a notebook in a zh-Hans folder, executed by a Jupyter kernel (nbclient,
+    as nbval and the lab run it), with no language setting at all."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    folder = tmp_path / "student" / "zh-Hans"
+    folder.mkdir(parents=True)
+    code = ("import torch\n"
+            "from lectures_lib.checks import check_scaled_dot_product_attention\n"
+            "def mine(q, k, v, mask=None):\n"
+            "    w = torch.softmax(q @ k.transpose(-2, -1), -1)\n"
+            "    return w @ v, w\n"
+            "print(check_scaled_dot_product_attention(mine))")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    env = {k: v for k, v in os.environ.items() if k not in ("LECTURES_LANG", "JPY_SESSION_NAME")}
+    env["PYTHONPATH"] = str(Path(checks.__file__).parents[2])
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute(env=env)
+    printed = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    assert printed.startswith("[FAILED] scaled_dot_product_attention: 未通过。"), printed
+    assert messages.MISTAKES["missing_scaling"] in printed
