@@ -11,6 +11,16 @@ WORKERS ?= 2
 # TORCH=cpu installs torch from PyTorch's CPU wheel index first (Linux without a CUDA GPU: about
 # 0.2 GB instead of several GB of CUDA wheels); TORCH=cu126 etc. picks that CUDA build.
 TORCH ?=
+# Where the installs download from, one variable each (README.zh-CN.md, "安装"): PIP_INDEX_URL=URL
+# a PyPI mirror for every package; TORCH_INDEX=URL the wheel index torch comes from (default: PyTorch's
+# index for TORCH=cpu/cu126/...; set it alone to take torch from a mirror of that index).
+PIP_INDEX_URL ?=
+TORCH_INDEX ?= $(if $(TORCH),https://download.pytorch.org/whl/$(TORCH))
+PIP_INDEX := $(if $(PIP_INDEX_URL),--index-url $(PIP_INDEX_URL))
+# The notebooks' language for `make lab` and `make lab-student`: LANG=zh-CN or LANG=zh-TW on the
+# command line (your locale's LANG is ignored), or COURSE_LANG=zh-Hans / zh-Hant / en.
+COURSE_LANG ?= $(if $(filter command line,$(origin LANG)),$(LANG))
+LANG_OPTION := $(if $(COURSE_LANG), --lang $(COURSE_LANG))
 TORCH_SPEC := $(shell grep -o '"torch==[^"]*"' pyproject.toml | tr -d '"')
 # STUDENT=1: `make lab` opens your copies in student/ (the same as `make lab-student`).
 STUDENT ?=
@@ -23,29 +33,31 @@ help:
 	@echo "make test         lint + unit tests (browser test included) + every notebook under nbval"
 	@echo "make notebooks    re-execute every notebook in place (refresh the stored outputs;"
 	@echo "                  REMEASURE=1 also stores new time plots)"
-	@echo "make student      write student versions (solutions stripped) to student/"
+	@echo "make student      write student versions (solutions stripped) to student/ (LANG=zh-CN: student/zh-Hans/)"
 	@echo "make site         static HTML of the executed notebooks in build/site/"
 	@echo "make bench        attention, training and decoding speed benchmarks (not part of the tests)"
-	@echo "options: TORCH=cpu (CPU-only torch on Linux), WORKERS=N, STUDENT=1"
+	@echo "options: TORCH=cpu (CPU-only torch on Linux), WORKERS=N, STUDENT=1,"
+	@echo "         LANG=zh-CN / LANG=zh-TW (lab and student copies in Chinese),"
+	@echo "         PIP_INDEX_URL=URL (a PyPI mirror), TORCH_INDEX=URL (torch's wheel index)"
 
 $(STAMP): pyproject.toml
 	@echo "== Installing the course into $(VENV) (first time only: 3-7 minutes, about 1.5 GB on"
 	@echo "== disk with the CPU build of torch). On Linux, PyPI's torch is the CUDA build: about"
 	@echo "== 2.7 GB more to download, unless you run with TORCH=cpu (see README, Install)."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --upgrade pip
-	$(if $(TORCH),$(BIN)/python -m pip install '$(TORCH_SPEC)' --index-url https://download.pytorch.org/whl/$(TORCH))
-	$(BIN)/python -m pip install --progress-bar on -e '.[dev,grading]'
+	$(BIN)/python -m pip install $(PIP_INDEX) --upgrade pip
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install '$(TORCH_SPEC)' --index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install $(PIP_INDEX) --progress-bar on -e '.[dev,grading]'
 	@touch $(STAMP)
 	@echo "== Installed. Next: make lab-student (your copies) or make lab (the instructor's notebooks)."
 
 venv: $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/python -m lectures_lib lab $(if $(STUDENT),--student)
+	$(BIN)/python -m lectures_lib lab $(if $(STUDENT),--student)$(LANG_OPTION)
 
 lab-student: $(STAMP)
-	$(BIN)/python -m lectures_lib lab --student
+	$(BIN)/python -m lectures_lib lab --student$(LANG_OPTION)
 
 test: $(STAMP) lint unit nbval
 
@@ -65,7 +77,7 @@ site: $(STAMP)
 	$(BIN)/python -m lectures_lib site
 
 student: $(STAMP)
-	$(BIN)/python -m lectures_lib.exercises release notebooks student
+	$(BIN)/python -m lectures_lib student$(LANG_OPTION)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_speed.py

@@ -20,7 +20,8 @@ derives it:
 - :mod:`lectures_lib.plotting`, :mod:`lectures_lib.diagrams`, :mod:`lectures_lib.measure`:
   attention maps and curves, pictures of the architecture, memory and time;
 - :mod:`lectures_lib.checks`: the exercise checkers;
-- :mod:`lectures_lib.exercises`: ``python -m lectures_lib.exercises release notebooks/ OUT_DIR``.
+- :mod:`lectures_lib.tooling`: the course's tooling, not taught (student versions, grading,
+  re-executing notebooks, the site, the lab): ``python -m lectures_lib --help``.
 """
 
 from .utils import get_device, seed_everything

@@ -12,8 +12,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from .fonts import use_cjk_font
 from .training import History
 from .utils import check_bool, check_positive_int
+
+use_cjk_font()  # Chinese labels render with an installed CJK font, or one hint says what to install
 
 __all__ = ["plot_attention", "plot_attention_heads", "plot_mask", "plot_heatmap", "plot_history"]
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.lab import NOTEBOOKS, ROOT
+from lectures_lib.tooling.lab import NOTEBOOKS, ROOT
 
 CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
 LAUNCH_ARGS = [
@@ -179,10 +179,37 @@ def test_lab_opens_on_notebooks_and_runs_the_first_cells_of_01(browser, tmp_path
     assert _sha256(NOTEBOOK) == before, f"running cells in the lab changed {NOTEBOOK}"
 
 
-def test_site_page_shows_typeset_math_and_a_stored_plot(browser, tmp_path):
-    from lectures_lib.site import build_site
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    """The real course's site (`make site`), built once for the site tests."""
+    from lectures_lib.tooling.site import build_site
 
-    build_site(tmp_path / "site")
+    out = tmp_path_factory.mktemp("built") / "site"
+    build_site(out)
+    return out
+
+
+def _only_local(page, refused):
+    def only_local(route):
+        if route.request.url.split(":", 1)[0] in ("file", "data", "about", "blob"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+
+
+def _wait_for_math(page):
+    page.wait_for_function(
+        "window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0 "
+        "&& MathJax.Hub.queue.running === 0 && document.querySelector('.MathJax')",
+        timeout=60_000,
+    )
+
+
+def test_site_page_shows_typeset_math_and_a_stored_plot(browser, built_site):
+    tmp_path = built_site.parent
     page = browser.new_page(viewport={"width": 1200, "height": 900})
     refused = []
 
@@ -221,5 +248,41 @@ def test_site_page_shows_typeset_math_and_a_stored_plot(browser, tmp_path):
         nav = page.locator("nav.course-nav a")
         assert nav.first.inner_text() == "Start here" and nav.count() >= 6
         assert page.locator("nav.course-nav a.current").inner_text().startswith("01")
+    assert not refused, f"the page asked the network for {refused}"
+    page.close()
+
+
+def test_chinese_site_page_shows_chinese_text_and_typeset_math(browser, built_site):
+    """make site: the Simplified Chinese page of 01, its math, fonts, and the language switch."""
+    chinese = built_site / "zh-Hans" / "01_self_attention.html"
+    assert chinese.is_file(), "make site wrote no zh-Hans/01_self_attention.html"
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    refused = []
+    _only_local(page, refused)
+    with screenshot_on_failure(page, "site-zh"):
+        page.goto(chinese.as_uri())
+        _wait_for_math(page)
+        assert page.evaluate("document.documentElement.lang") == "zh-Hans"
+        shown = page.locator("main").inner_text()
+        for text in ("自注意力", "查询", "键", "练习 1", "为什么要除以"):
+            assert text in shown, f"{text!r} is not on the Chinese page"
+        typeset = page.locator(".MathJax")
+        assert typeset.count() > 50, f"only {typeset.count()} formulas typeset"
+        assert page.locator(".MathJax .merror, .MathJax_Error").count() == 0, "a TeX error"
+        assert "\\sqrt" not in shown and "\\frac" not in shown, "TeX left untypeset"
+        family = page.evaluate("getComputedStyle(document.querySelector('.jp-RenderedHTMLCommon'))"
+                               ".fontFamily")
+        assert "Noto Sans CJK SC" in family and "PingFang SC" in family, family
+        heading = page.locator("h1").first.bounding_box()
+        assert heading and heading["width"] > 100, f"the Chinese title is not laid out: {heading}"
+        switch = page.locator("nav.course-lang a")
+        assert switch.count() == 2 and page.locator("nav.course-lang [aria-current]").inner_text() == "简体中文"
+        nav = page.locator("nav.course-nav a")
+        assert nav.first.inner_text() == "从这里开始"
+        page.locator("nav.course-lang a", has_text="繁體中文").click()
+        _wait_for_math(page)
+        assert page.evaluate("document.documentElement.lang") == "zh-Hant"
+        assert "查詢" in page.locator("main").inner_text()
+        assert page.url.endswith("/zh-Hant/01_self_attention.html"), page.url
     assert not refused, f"the page asked the network for {refused}"
     page.close()

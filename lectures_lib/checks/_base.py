@@ -72,8 +72,17 @@ class CheckResult:
     mistake: str | None = None
     output: str = ""  # a short excerpt of what the student's function printed (captured)
 
+    def _localised(self) -> tuple[str, str] | None:
+        """(verdict, message) in the notebook's language, None in English (checks/messages.py)."""
+        from .messages import localise
+
+        return localise(self.passed, self.message, self.mistake)
+
     def __str__(self) -> str:
         status = "PASSED" if self.passed else "FAILED"
+        local = self._localised()
+        if local is not None:  # "[PASSED] name: " stays first: graders read that prefix
+            return f"[{status}] {self.name}: {local[0]}。{local[1]}"
         return f"[{status}] {self.name}: {self.message}"
 
     def __repr__(self) -> str:
@@ -86,10 +95,12 @@ class CheckResult:
         colour, border, status = (
             ("#e8f5e9", "#2e7d32", "passed") if self.passed else ("#fdecea", "#c62828", "failed")
         )
+        local = self._localised()
+        status, message = (status, self.message) if local is None else local
         return (
             f'<div style="background:{colour};border-left:4px solid {border};padding:6px 10px;'
             f'font-family:sans-serif"><b>{html.escape(self.name)}: {status}</b><br>'
-            f"{html.escape(self.message).replace(chr(10), '<br>')}</div>"
+            f"{html.escape(message).replace(chr(10), '<br>')}</div>"
         )
 
 

@@ -1,4 +1,4 @@
-"""Re-execute the course's notebooks in place: ``python -m lectures_lib.notebooks execute notebooks``.
+"""Re-execute the course's notebooks in place: ``python -m lectures_lib notebooks [PATH]``.
 
 This is what ``make notebooks`` runs. Each notebook runs top to bottom in a fresh kernel (its own
 folder as working directory), exactly as a student runs it; the stored outputs (plots included)
@@ -111,10 +111,18 @@ def clean_stream_outputs(outputs: list) -> list:
 
 
 def find_notebooks(path: Path) -> list[Path]:
-    """``path`` itself if it is a notebook, else every ``*.ipynb`` below it (checkpoints skipped)."""
+    """``path`` itself if it is a notebook, else every ``*.ipynb`` below it.
+
+    Checkpoints are skipped, and so are the generated translations in a language folder below
+    ``path`` (``notebooks/zh-Hans/``: written by :mod:`lectures_lib.tooling.translate`, not executed);
+    pass the language folder itself to get them.
+    """
+    from .translate import LANGUAGES
+
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    return sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+                  and not set(p.relative_to(path).parts[:-1]) & set(LANGUAGES))
 
 
 def is_measured(cell) -> bool:

@@ -10,6 +10,12 @@ opened straight from the disk (``build/site/index.html``).
 
 Pages are made with nbconvert's ``lab`` template, minus its three network resources (require.js,
 MathJax and mermaid from a CDN).
+
+Three languages (issue 22): where ``README.zh-CN.md`` / ``README.zh-TW.md`` exist, the site also
+has ``zh-Hans/`` and ``zh-Hant/``: their start page is that README, their pages the Chinese
+notebooks (``notebooks/zh-Hans/``), and a notebook not translated yet is linked in English. Every
+page has a language switch to the same page in the other languages, its ``<html lang>`` set, and
+the Chinese pages a CJK font stack (the reader's installed Chinese fonts: nothing is downloaded).
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import ROOT
+
 MATHJAX = "_static/mathjax/MathJax.js"
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"  # the one combined configuration the package ships
 
@@ -54,10 +61,15 @@ MathJax.Hub.Config({
 .course-nav a.current { font-weight: bold; color: #000; }
 .course-pager { font-family: system-ui, sans-serif; font-size: 14px; padding: 16px;
   border-top: 1px solid #ddd; display: flex; justify-content: space-between; }
+.course-lang { font-family: system-ui, sans-serif; font-size: 14px; padding: 6px 16px;
+  display: flex; gap: 12px; justify-content: flex-end; background: #f7f7f7; }
+.course-lang a { text-decoration: none; color: #1a5fb4; }
+{{ resources.course_css }}
 </style>
 {% endblock extra_css %}
 {%- block body_header -%}
 {{ super() }}
+{{ resources.course_lang }}
 {{ resources.course_nav }}
 {%- endblock body_header -%}
 {% block body_footer %}
@@ -176,9 +188,79 @@ def copy_mathjax(out_dir: Path) -> Path:
     return target
 
 
+@dataclass(frozen=True)
+class Language:
+    """One language of the site: its code, name, README, folder in the site and font stack."""
+
+    code: str  # the <html lang> value
+    name: str  # in that language, for the switch
+    readme: str
+    folder: str  # "" for English, else "zh-Hans/" ...
+    home: str  # the start page's title in the navigation bar
+    fonts: str = ""  # CSS font-family list for the page text
+
+
+_CJK_SANS = ('"Noto Sans CJK {0}", "Noto Sans {0}", "Source Han Sans {0}", {1}, '
+             '"Microsoft {2}", "WenQuanYi Micro Hei", sans-serif')
+LANGUAGES = (
+    Language("en", "English", "README.md", "", "Start here"),
+    Language("zh-Hans", "简体中文", "README.zh-CN.md", "zh-Hans/", "从这里开始",
+             'system-ui, -apple-system, "Segoe UI", '
+             + _CJK_SANS.format("SC", '"PingFang SC", "Hiragino Sans GB"', "YaHei")),
+    Language("zh-Hant", "繁體中文", "README.zh-TW.md", "zh-Hant/", "從這裡開始",
+             'system-ui, -apple-system, "Segoe UI", '
+             + _CJK_SANS.format("TC", '"PingFang TC"', "JhengHei")),
+)
+_UNTRANSLATED = {"zh-Hans": "（英文）", "zh-Hant": "（英文）"}
+
+
+def _first_heading(notebook) -> str | None:
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            match = re.search(r"^# (.+)$", cell.source, re.MULTILINE)
+            if match:
+                return match.group(1).strip()
+    return None
+
+
+def _relative(from_language: Language, to_language: Language, target: str) -> str:
+    """A page's URL as seen from a page of ``from_language``."""
+    if from_language == to_language:
+        return target
+    up = "../" if from_language.folder else ""
+    return up + to_language.folder + target
+
+
+def _font_css(fonts: str) -> str:
+    """The page's font stack: JupyterLab's theme reads these variables (and loads after us)."""
+    if not fonts:
+        return ""
+    return (f":root {{ --jp-content-font-family: {fonts} !important; "
+            f"--jp-ui-font-family: {fonts} !important; }}\n"
+            f"body, .jp-RenderedHTMLCommon {{ font-family: {fonts} !important; }}")
+
+
+def _language_switch(language: Language, key: str, keys: dict[str, dict[str, str]],
+                     languages: list[Language]) -> str:
+    """Links to this page (``key``) in every other language (its start page where missing)."""
+    links = []
+    for other in languages:
+        if other == language:
+            links.append(f'<span lang="{other.code}" aria-current="true"><b>'
+                         f"{html.escape(other.name)}</b></span>")
+            continue
+        target = keys[other.code].get(key, "index.html")
+        links.append(f'<a lang="{other.code}" hreflang="{other.code}" '
+                     f'href="{html.escape(_relative(language, other, target))}">'
+                     f"{html.escape(other.name)}</a>")
+    return '<nav class="course-lang" aria-label="language">' + "".join(links) + "</nav>"
+
+
 def build_site(out_dir: Path, root: Path = ROOT) -> list[Path]:
-    """Write the site into ``out_dir``; returns the HTML pages written (start page first)."""
-    import nbformat
+    """Write the site into ``out_dir``; returns the HTML pages written (start page first).
+
+    English first, then each language whose README exists (``zh-Hans/``, ``zh-Hant/``).
+    """
 
     readme = (root / "README.md").read_text(encoding="utf-8")
     notebooks = sorted(
@@ -186,26 +268,92 @@ def build_site(out_dir: Path, root: Path = ROOT) -> list[Path]:
     )
     if not notebooks:
         raise FileNotFoundError(f"no notebooks in {root / 'notebooks'}")
-    home_title = re.search(r"^# (.+)$", readme, re.MULTILINE)
-    pages = [Page("README.md", "Start here", "index.html")]
-    pages += [Page(path, title, _html_name(path)) for title, path in syllabus(readme, notebooks)]
-    # Other Markdown files the README links to (benchmarks/README.md) become pages too.
-    for link in re.findall(r"\]\(([^)\s#]+\.md)\)", readme):
-        if (root / link).is_file() and link not in {p.source for p in pages}:
-            pages.append(Page(link, link.removesuffix(".md"), _html_name(link)))
-    targets = {page.source: page.target for page in pages}
-    navigable = [page for page in pages if page.source == "README.md" or page.source in notebooks]
+    languages = [LANGUAGES[0]] + [lang for lang in LANGUAGES[1:] if (root / lang.readme).is_file()]
+    english = syllabus(readme, notebooks)
+    plans: dict[str, tuple[list[Page], list[Page]]] = {}
+    for language in languages:
+        plans[language.code] = _plan(root, language, readme, notebooks, english, languages)
+    # key (the English source) -> page target, per language: for the language switch and links
+    keys = {code: {_key(page.source): page.target for page in pages}
+            for code, (pages, _) in plans.items()}
 
     out_dir.mkdir(parents=True, exist_ok=True)
     copy_mathjax(out_dir)
     exporter = _exporter()
     written = []
+    for language in languages:
+        pages, navigable = plans[language.code]
+        folder = out_dir / language.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        targets = {}
+        # every page of every language as seen from this one; its own pages win (the glossary)
+        for other in [language] + [lang for lang in languages if lang != language]:
+            for page in plans[other.code][0]:
+                targets.setdefault(page.source, _relative(language, other, page.target))
+        written += _write_pages(exporter, root, folder, language, pages, navigable, targets,
+                                keys, languages, "../" * language.folder.count("/"))
+    return written
+
+
+def _key(source: str) -> str:
+    """What a page is, whatever its language: README*.md -> index, a notebook -> its file name."""
+    if re.fullmatch(r"README(\.zh-(CN|TW))?\.md", source):
+        return "index"
+    if source.startswith("notebooks/"):
+        return Path(source).name
+    return source
+
+
+def _plan(root: Path, language: Language, readme: str, notebooks: list[str],
+          english: list[tuple[str, str]], languages: list[Language]):
+    """(pages of ``language``, its navigation bar) before any page is written."""
+    import nbformat
+
+    home = Page(language.readme, language.home, "index.html")
+    if language.code == "en":
+        pages = [home] + [Page(path, title, _html_name(path)) for title, path in english]
+        text = readme
+    else:
+        pages = [home]
+        for title, path in english:
+            translated = f"notebooks/{language.code}/{Path(path).name}"
+            if (root / translated).is_file():
+                heading = _first_heading(nbformat.read(root / translated, as_version=4))
+                pages.append(Page(translated, heading or title, _html_name(translated)))
+        text = (root / language.readme).read_text(encoding="utf-8")
+    # Other Markdown files the README links to (benchmarks/README.md) become pages too; the
+    # other languages' READMEs are those languages' start pages.
+    other_readmes = {lang.readme for lang in languages} | {lang.readme for lang in LANGUAGES}
+    for link in re.findall(r"\]\(([^)\s#]+\.md)\)", text):
+        if (root / link).is_file() and link not in {p.source for p in pages} | other_readmes:
+            pages.append(Page(link, link.removesuffix(".md"), _html_name(link)))
+    if language.code == "en":
+        navigable = [p for p in pages if p.source == "README.md" or p.source in notebooks]
+    else:  # every notebook of the syllabus: the translation, or the English page
+        navigable = [home]
+        own = {Path(p.source).name: p for p in pages if p.source.startswith("notebooks/")}
+        for title, path in english:
+            name = Path(path).name
+            navigable.append(own.get(name) or Page(
+                path, title + _UNTRANSLATED[language.code], "../" + _html_name(path)))
+    return pages, navigable
+
+
+def _write_pages(exporter, root, out_dir, language, pages, navigable, targets, keys, languages,
+                 up) -> list[Path]:
+    import nbformat
+
+    written = []
+    home_title = None
+    if pages and pages[0].source.endswith(".md"):
+        home_title = re.search(r"^# (.+)$", (root / pages[0].source).read_text(encoding="utf-8"),
+                               re.MULTILINE)
     for page in pages:
         source = root / page.source
         if page.source.endswith(".ipynb"):
             notebook = nbformat.read(source, as_version=4)
         else:
-            title = home_title.group(1) if page.source == "README.md" and home_title else page.title
+            title = home_title.group(1) if page == pages[0] and home_title else page.title
             notebook = _markdown_notebook(source.read_text(encoding="utf-8"), title)
         current = page if page in navigable else navigable[0]
         nav, pager = _navigation(navigable, current)
@@ -213,8 +361,13 @@ def build_site(out_dir: Path, root: Path = ROOT) -> list[Path]:
             "metadata": {"name": page.title, "path": str(source.parent)},
             "course_nav": nav,
             "course_pager": pager if page in navigable else "",
+            "course_lang": _language_switch(language, _key(page.source), keys, languages)
+            if len(languages) > 1 else "",
+            "course_css": _font_css(language.fonts),
         }
         body, _ = exporter.from_notebook_node(notebook, resources=resources)
+        body = body.replace(MATHJAX, up + MATHJAX, 1) if up else body
+        body = re.sub(r'<html lang="[^"]*">', f'<html lang="{language.code}">', body, count=1)
         path = out_dir / page.target
         path.write_text(_rewrite_links(body, page, targets, root, out_dir), encoding="utf-8")
         written.append(path)

@@ -15,7 +15,7 @@ import urllib.request
 
 import nbformat
 
-from lectures_lib.lab import NOTEBOOKS, ROOT, ensure_student_copies, lab_command
+from lectures_lib.tooling.lab import NOTEBOOKS, ROOT, ensure_student_copies, lab_command
 
 
 def _free_port() -> int:
@@ -117,3 +117,43 @@ def test_student_copies_are_made_once_and_never_overwritten(tmp_path):
     assert [p.name for p in ensure_student_copies(source, student)] == ["02_b.ipynb"]
     kept = nbformat.read(student / "01_a.ipynb", as_version=4)
     assert kept.cells[1].source == "x = 'my own answer'", "a learner's work was overwritten"
+
+
+def test_the_lab_and_the_student_copies_in_chinese(tmp_path, monkeypatch):
+    """`make lab-student LANG=zh-CN`: the Chinese student copies, from the Chinese notebooks."""
+    from lectures_lib.tooling import lab
+
+    makefile = (ROOT / "Makefile").read_text()
+    assert "COURSE_LANG ?= $(if $(filter command line,$(origin LANG)),$(LANG))" in makefile
+    assert "lab --student$(LANG_OPTION)" in makefile
+    assert lab.language_folders("zh-Hans") == (NOTEBOOKS / "zh-Hans", ROOT / "student" / "zh-Hans")
+    source = NOTEBOOKS / "zh-Hans"
+    translated = sorted(p.name for p in source.glob("*.ipynb"))
+    assert translated, "no Chinese notebook: python -m lectures_lib.tooling.translate generate"
+    student = tmp_path / "student" / "zh-Hans"
+    written = ensure_student_copies(source, student)
+    assert sorted(p.name for p in written) == translated
+    copy = nbformat.read(student / translated[0], as_version=4)
+    assert copy.metadata["translation"]["language"] == "zh-Hans"
+    assert any("练习" in cell.source for cell in copy.cells if cell.cell_type == "markdown")
+    assert not any("### BEGIN SOLUTION" in cell.source for cell in copy.cells), "solutions stripped"
+
+    started = {}
+
+    class _Server:  # stands in for JupyterLab: what would the lab start, and with what language?
+        def __init__(self, command, env):
+            started.update(command=command, env=env)
+
+        def wait(self):
+            return 0
+
+    made = []
+    monkeypatch.setattr(lab, "ensure_student_copies", lambda *folders: made.append(folders) or [])
+    monkeypatch.setattr(lab.subprocess, "Popen", _Server)
+    monkeypatch.setattr(lab.signal, "signal", lambda *args: None)
+    assert lab.main(["--student", "--lang", "zh-CN", "--no-browser"]) == 0
+    assert "--LabApp.default_url=/lab/tree/student/zh-Hans" in started["command"]
+    assert started["env"]["LECTURES_LANG"] == "zh-Hans"
+    assert made == [(NOTEBOOKS / "zh-Hans", ROOT / "student" / "zh-Hans")]
+    assert lab.main(["--lang", "zh-TW", "--no-browser"]) == 0
+    assert "--LabApp.default_url=/lab/tree/notebooks/zh-Hant" in started["command"]

@@ -1,0 +1,196 @@
+"""The checkers' verdicts and named mistakes in the notebook's language (issue 22).
+
+A checker explains a mistake in English, with the numbers of the probe that caught it (shapes,
+values). This catalogue adds, for every mistake *code*, a short explanation in Chinese written
+from the glossary (``translations/glossary.md``): in a Chinese notebook a result shows the verdict
+and that explanation in Chinese, then the checker's own English details. The checkers are not
+copied: one English checker, one catalogue per language. ``tests/checks/test_messages.py`` fails
+when a checker raises a code that the catalogue does not name.
+
+The language is chosen without touching the notebook's code, first match wins:
+
+1. the environment variable ``LECTURES_LANG`` (``en``, ``zh-Hans``/``zh-CN``, ``zh-Hant``/``zh-TW``);
+   ``python -m lectures_lib lab --lang zh-CN`` sets it for the lab's kernels;
+2. the notebook's path: Jupyter Server gives each kernel ``JPY_SESSION_NAME`` (the notebook's
+   path), and a notebook in a folder ``zh-Hans``/``zh-Hant`` (``notebooks/zh-Hans/``,
+   ``student/zh-Hans/``) is Chinese;
+3. the kernel's working directory, which Jupyter, nbclient and nbval set to the notebook's
+   folder (the same rule);
+4. otherwise English.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["LANGUAGES", "normalise_language", "notebook_language", "localise", "MISTAKES"]
+
+LANGUAGES = ("en", "zh-Hans", "zh-Hant")
+ENV = "LECTURES_LANG"
+_ALIASES = {
+    "en": "en", "en-us": "en", "en-gb": "en", "english": "en",
+    "zh": "zh-Hans", "zh-cn": "zh-Hans", "zh-sg": "zh-Hans", "zh-hans": "zh-Hans", "cn": "zh-Hans",
+    "zh-tw": "zh-Hant", "zh-hk": "zh-Hant", "zh-mo": "zh-Hant", "zh-hant": "zh-Hant", "tw": "zh-Hant",
+}
+
+
+def normalise_language(value: str) -> str:
+    """``zh-CN``, ``zh_CN.UTF-8``, ``zh-Hans`` ... -> one of :data:`LANGUAGES` (ValueError if none)."""
+    if not isinstance(value, str):
+        raise TypeError(f"language must be a str, got {type(value).__name__}")
+    key = value.split(".")[0].replace("_", "-").strip().lower()
+    if key not in _ALIASES:
+        raise ValueError(f"language must be one of en, zh-Hans (zh-CN), zh-Hant (zh-TW), "
+                         f"got {value!r}")
+    return _ALIASES[key]
+
+
+def _from_path(path: str) -> str | None:
+    for part in reversed(Path(path).parts):
+        if part in ("zh-Hans", "zh-Hant"):
+            return part
+    return None
+
+
+def notebook_language() -> str:
+    """The language of the running notebook (see the module docstring for the rules)."""
+    chosen = os.environ.get(ENV, "").strip()
+    if chosen:
+        try:
+            return normalise_language(chosen)
+        except ValueError:
+            return "en"  # a bad setting must never break a check: English, as without it
+    session = os.environ.get("JPY_SESSION_NAME", "")
+    found = _from_path(session) if session else None
+    if found is None:
+        try:
+            found = _from_path(os.getcwd())
+        except OSError:
+            found = None
+    return found or "en"
+
+
+VERDICTS = {"zh-Hans": ("通过", "未通过"), "zh-Hant": ("通過", "未通過")}
+DETAILS = {"zh-Hans": "检查器的详细说明（英文）", "zh-Hant": "檢查器的詳細說明（英文）"}
+PASSED = {"zh-Hans": "所有检查都通过了。", "zh-Hant": "所有檢查都通過了。"}
+UNKNOWN = {"zh-Hans": "结果与参考实现不一致。", "zh-Hant": "結果與參考實作不一致。"}
+
+# code -> the mistake in Simplified Chinese (the lecture's terms: translations/glossary.md)
+MISTAKES: dict[str, str] = {
+    "not_implemented": "函数还没有实现（仍然抛出 NotImplementedError）。",
+    "timed_out": "函数在时限内没有返回（死循环或 sleep？）。",
+    "returned_none": "函数返回了 None：忘了写 `return`？",
+    "not_callable": "传给检查器的不是函数本身：传入函数，不要调用它。",
+    "raised": "函数在某个测试输入上出错（抛出了异常）。",
+    "checker_error": "检查器自身没能完成检查：这多半是检查器的 bug，请报告。",
+    "modified_input": "函数原地修改了输入张量（如 `x /= ...`）：请计算新的张量。",
+    "wrong_return_type": "返回值的类型不对（例如应当返回一对张量 `(out, weights)`）。",
+    "not_a_tensor": "返回的不是 torch 张量（而是 NumPy 数组、列表等）。",
+    "not_floating": "返回的是整数、布尔或复数张量，应当是浮点张量。",
+    "outputs_swapped": "返回顺序反了：应当先返回 `out`，再返回 `weights`。",
+    "weights_transposed": "注意力权重转置了：形状应为 (..., n_q, n_k)，每个查询一行，每个键一列。",
+    "transposed": "结果转置了：行应当是位置，列是特征。",
+    "transposed_weights": "权重矩阵用法不对：应当是 x @ W，而不是 nn.Linear 式的 x @ W.T。",
+    "wrong_shape": "输出的形状不对。",
+    "extra_batch_dimension": "多了一个批次维度：应返回 (n_positions, d_model)。",
+    "wrong_dtype": "输出的数据类型（dtype）不对。",
+    "wrong_signature": "函数的参数与题目要求的不一致（例如不接受 mask 参数）。",
+    "missing_scaling": "分数没有除以 √d_k（缩放点积注意力的“缩放”）。",
+    "wrong_scaling": "分数除以的不是 √d_k。",
+    "scaled_by_d_model": "分数除以了 √d_model，应当除以每个头的 √d_head。",
+    "scaled_values": "拆分/合并头时把数值乘了一个因子：这一步只改变形状。",
+    "scaled_like_dot_product": "加性注意力的分数不需要除以 √d：那是点积注意力的缩放。",
+    "softmax_wrong_axis": "softmax 的方向不对：应当在键所在的最后一维上归一化。",
+    "missing_softmax": "直接把原始分数当成了权重：缺少 softmax。",
+    "relu_instead_of_softmax": "用 ReLU 代替了 softmax：权重之和不再为 1。",
+    "relu_instead_of_tanh": "加性注意力的分数应当用 tanh，而不是 ReLU。",
+    "missing_tanh": "加性注意力的分数漏掉了 tanh。",
+    "returned_scores": "返回的权重是 softmax 之前的分数。",
+    "wrong_output": "权重是对的，但输出不是 weights @ v。",
+    "mask_ignored": "掩码没有起作用。",
+    "mask_inverted": "掩码用反了：True 表示“可以关注”。",
+    "inverted_polarity": "掩码的真假反了：本课程中 True 表示“可以关注”（与 nn.MultiheadAttention 相反）。",
+    "mask_after_softmax": "在 softmax 之后才把被遮住的位置置零，每行的权重之和不再为 1。",
+    "mask_filled_with_zero": "被遮住的分数被设成了 0（或乘以掩码）：应当在 softmax 之前设成 -inf。",
+    "masked_weights_not_zero": "被遮住的位置仍有很小的非零权重：填充值不够负。",
+    "additive_float_mask": "返回的是浮点型的加性掩码（0 与 -inf），本课程要求布尔掩码。",
+    "diagonal_missing": "对角线是 False：位置 i 必须能关注它自己（因果是 j ≤ i，不是 j < i）。",
+    "future_visible": "某个查询可以关注后面的键：解码器会看到还没生成的 token（因果掩码不对）。",
+    "future_ignored": "窗口从不向后看：也应当包含 i + 1 … i + future。",
+    "past_future_swapped": "窗口的过去和未来弄反了。",
+    "boundary_excluded": "窗口少了一端：i - past 和 i + future 也要包含在内（用 ≤，不是 <）。",
+    "one_direction": "只允许了 j ≤ i（因果形式）：步长注意力是双向的。",
+    "absolute_positions": "步长注意力看的是距离 (i - j) 是否为步长的倍数，而不是位置本身。",
+    "padding_keys_visible": "填充位置的键仍然得到了权重：每个头都要遮住它们（填充掩码）。",
+    "padded_rows_not_zeroed": "填充位置上的输出没有置为 0。",
+    "off_by_one": "掩码差了一个位置：位置从 0 开始数，i < length 才是真实 token。",
+    "overflow": "分数很大时出现 NaN 或 inf：做 exp 之前先减去每行的最大值。",
+    "non_finite": "在普通输入上出现了 NaN 或 inf。",
+    "not_finite": "结果中含有 inf 或 NaN。",
+    "nan": "结果中含有 NaN（0/0、负数开方或取对数，或整行都被遮住）。",
+    "low_precision": "float64 的结果只有 float32 的精度。",
+    "nondeterministic": "同样的输入两次结果不同：函数带有随机性（忘了关掉 dropout？）。",
+    "heads_mixing_channels": "拆分多头时取错了特征：每个头应当是一段连续的特征，而不是每隔 num_heads 取一个。",
+    "reshape_without_transpose": "拆分或合并多头时只做了 reshape 而没有转置，头与位置混在了一起。",
+    "transpose_before_reshape": "先转置再 reshape，顺序不对。",
+    "weights_averaged": "把各个头的权重取了平均（nn.MultiheadAttention 的默认行为），应当分别返回每个头的权重。",
+    "missing_output_projection": "拼接多个头之后没有乘输出矩阵 W^O。",
+    "wrong_frequency": "位置编码的频率 1 / 10000^(2i/d) 不对。",
+    "sin_cos_swapped": "sin 和 cos 放反了：偶数维是 sin，奇数维是 cos。",
+    "not_interleaved": "sin 和 cos 应当逐维交替，而不是前一半 sin、后一半 cos。",
+    "positions_from_one": "位置从 1 开始数了，应当从 0 开始。",
+    "odd_d_model": "d_model 为偶数时正确，为奇数时出错。",
+    "fixed_rank": "只适用于固定维数的输入：应当对任意形状 (..., d) 的最后一维做归一化。",
+    "orders_swapped": "Post-LN 与 Pre-LN 的顺序弄反了：Post-LN 是 norm(x + sublayer(x))。",
+    "centred": "减去了均值：那是 LayerNorm；RMSNorm 不做中心化。",
+    "no_gamma": "没有乘上 gamma。",
+    "mean_abs": "用了 |x| 的均值，而不是 x² 的均值。",
+    "eps_hard_coded": "eps 写成了常数：请使用参数 `eps`。",
+    "eps_outside_sqrt": "eps 加在了平方根外面：应当是 sqrt(mean(x²) + eps)。",
+    "wrong_default_eps": "不传 eps 时使用的默认值不对。",
+    "wrong_axis": "归一化的维度不对：应当在最后一维（特征）上，dim=-1。",
+    "bias_missing": "没有加上相对位置偏置：分数只是普通点积。",
+    "bias_after_softmax": "偏置必须在 softmax 之前加到分数上。",
+    "offset_sign": "偏移方向反了：应当是 j - i（键减查询）。",
+    "wrong_head": "每个头都用了第 0 个头的偏置：每个头 h 有自己的一行 bias[h]。",
+    "history_ignored": "只按这一步的对数概率排序：假设的分数是所有对数概率之和。",
+    "index_decoding": "从展平的分数里还原束和词时除数不对：index // vocab 是束，index % vocab 是词。",
+    "one_word_per_beam": "每个束只保留了最好的一个词：同一个束的两个扩展可能都在前 k 名里。",
+    "worst_first": "顺序反了：应当先返回最好的扩展。",
+    "bos_included": "解码结果以起始符 BEGIN 开头：去掉第 0 列。",
+    "smoothing_ignored": "标签平滑没有起作用：这只是普通的交叉熵。",
+    "spread_over_other_classes": "ε 只分给了其余 C - 1 个类别；本课程（和 F.cross_entropy）把它分给全部 C 个类别。",
+    "sum_not_mean": "对目标求了和：应当对未被忽略的目标取平均。",
+    "ignored_targets_counted": "等于 ignore_index 的目标仍然被计入：求和与计数时都要排除它们。",
+    "missing_normalisation": "乘积大了 m 倍：特征要除以 √m。",
+    "missing_scale": "只用 sin 和 cos 估计的是高斯核：还要乘以 exp(|x|²/2)。",
+    "wrong_sign": "缩放因子的符号不对：应当是 exp(+|x|²/2)。",
+    "at_chance": "模型在留出数据上只有瞎猜的水平：训练了吗？检查的是训练好的那个模型吗？",
+    "below_target": "留出数据上的准确率没有达到要求：多训练几轮、加大学习率或稍微加大模型。",
+    "wrong_values": "结果与参考实现不一致（不属于已知的常见错误）。",
+}
+
+
+def _hant() -> dict[str, str]:
+    from ._messages_zh_hant import MISTAKES_ZH_HANT
+
+    return MISTAKES_ZH_HANT
+
+
+def localise(passed: bool, message: str, mistake: str | None,
+             language: str | None = None) -> tuple[str, str] | None:
+    """(verdict, message) in ``language`` (default: :func:`notebook_language`); None for English.
+
+    The message is the catalogue's explanation of ``mistake``, then the checker's English
+    details, which hold the probe's numbers.
+    """
+    language = notebook_language() if language is None else normalise_language(language)
+    if language == "en":
+        return None
+    verdict = VERDICTS[language][0 if passed else 1]
+    if passed:
+        return verdict, f"{PASSED[language]}\n{DETAILS[language]}：{message}"
+    table = MISTAKES if language == "zh-Hans" else _hant()
+    explained = table.get(mistake or "", UNKNOWN[language])
+    return verdict, f"{explained}（{mistake}）\n{DETAILS[language]}：{message}"

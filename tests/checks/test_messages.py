@@ -1,0 +1,131 @@
+"""The checkers speak the notebook's language: verdicts and named mistakes from one catalogue."""
+
+import importlib
+import math
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import lectures_lib.checks as checks
+from lectures_lib.checks import CheckResult, check_scaled_dot_product_attention, messages
+from lectures_lib.checks._messages_zh_hant import MISTAKES_ZH_HANT
+
+CHECKS = Path(checks.__file__).parent
+
+
+def _codes_in_checkers() -> set[str]:
+    """Every mistake code a checker can report: the MISTAKE_CODES tables, and every literal code
+    passed to Mistake(...) or Wrong(...) in the checkers' source."""
+    codes = {"not_implemented", "timed_out", "not_callable", "checker_error"}
+    for module in pkgutil.iter_modules(checks.__path__):
+        loaded = importlib.import_module(f"lectures_lib.checks.{module.name}")
+        for name, value in vars(loaded).items():
+            if name.endswith("MISTAKE_CODES") and isinstance(value, dict):
+                codes |= set(value)
+    for path in CHECKS.glob("*.py"):
+        codes |= set(re.findall(r'(?:Mistake|Wrong)\(\s*"([a-z_]+)"', path.read_text("utf-8")))
+    return codes
+
+
+def test_every_mistake_a_checker_names_is_in_the_catalogue():
+    codes = _codes_in_checkers()
+    assert len(codes) > 50  # the collector sees the checkers
+    missing = sorted(codes - set(messages.MISTAKES))
+    assert not missing, f"add these mistake codes to checks/messages.py MISTAKES: {missing}"
+    assert set(MISTAKES_ZH_HANT) == set(messages.MISTAKES)
+
+
+def test_the_traditional_catalogue_is_generated_from_the_simplified_one():
+    from lectures_lib.tooling.translate import MESSAGES_ZH_HANT, messages_zh_hant_source
+
+    assert MESSAGES_ZH_HANT.read_text(encoding="utf-8") == messages_zh_hant_source(), (
+        "regenerate: python -m lectures_lib.tooling.translate generate")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("zh-CN", "zh-Hans"), ("zh_CN.UTF-8", "zh-Hans"), ("zh-Hans", "zh-Hans"), ("zh-TW", "zh-Hant"),
+    ("zh_TW", "zh-Hant"), ("zh-Hant", "zh-Hant"), ("en", "en"), ("EN", "en")])
+def test_language_names(value, expected):
+    assert messages.normalise_language(value) == expected
+
+
+def test_an_unknown_language_is_refused_by_name():
+    with pytest.raises(ValueError, match="got 'fr'"):
+        messages.normalise_language("fr")
+
+
+def test_language_from_the_environment_the_session_or_the_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv("LECTURES_LANG", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert messages.notebook_language() == "en"
+    folder = tmp_path / "student" / "zh-Hant"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(folder)  # nbval, nbclient and Jupyter run a kernel in the notebook's folder
+    assert messages.notebook_language() == "zh-Hant"
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "notebooks" / "zh-Hans" / "01_a.ipynb"))
+    assert messages.notebook_language() == "zh-Hans"  # the session's notebook beats the folder
+    monkeypatch.setenv("LECTURES_LANG", "en")
+    assert messages.notebook_language() == "en"  # and the explicit choice beats both
+    monkeypatch.setenv("LECTURES_LANG", "klingon")
+    assert messages.notebook_language() == "en"  # a bad setting never breaks a check
+
+
+def _unscaled(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)  # the mistake: no / sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def test_a_real_verdict_in_chinese_and_in_english(monkeypatch):
+    monkeypatch.setenv("LECTURES_LANG", "zh-CN")
+    result = check_scaled_dot_product_attention(_unscaled)
+    assert not result.passed and result.mistake == "missing_scaling"
+    text = str(result)
+    assert text.startswith("[FAILED] scaled_dot_product_attention: 未通过。")  # graders' prefix
+    assert "未通过" in text and messages.MISTAKES["missing_scaling"] in text
+    assert result.message in text  # the checker's own details (the probe's numbers) are kept
+    assert "未通过" in result._repr_html_()
+    monkeypatch.setenv("LECTURES_LANG", "zh-TW")
+    assert "未通過" in str(result) and MISTAKES_ZH_HANT["missing_scaling"] in str(result)
+    monkeypatch.setenv("LECTURES_LANG", "en")
+    assert str(result) == f"[FAILED] scaled_dot_product_attention: {result.message}"
+    assert result.message == check_scaled_dot_product_attention(_unscaled).message  # unchanged
+
+
+def test_a_passed_check_and_an_unknown_code_in_chinese(monkeypatch):
+    monkeypatch.setenv("LECTURES_LANG", "zh-Hans")
+    assert str(CheckResult("x", True, "matches on 12 probes.")).startswith("[PASSED] x: 通过。")
+    unknown = str(CheckResult("x", False, "odd.", "some_new_code"))
+    assert messages.UNKNOWN["zh-Hans"] in unknown and "some_new_code" in unknown
+
+
+def test_a_kernel_running_a_chinese_notebook_gets_chinese_verdicts(tmp_path):
+    """The real route: a notebook in a zh-Hans folder, executed by a Jupyter kernel (nbclient,
+    as nbval and the lab run it), with no language setting at all."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    folder = tmp_path / "student" / "zh-Hans"
+    folder.mkdir(parents=True)
+    code = ("import torch\n"
+            "from lectures_lib.checks import check_scaled_dot_product_attention\n"
+            "def mine(q, k, v, mask=None):\n"
+            "    w = torch.softmax(q @ k.transpose(-2, -1), -1)\n"
+            "    return w @ v, w\n"
+            "print(check_scaled_dot_product_attention(mine))")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    env = {k: v for k, v in os.environ.items() if k not in ("LECTURES_LANG", "JPY_SESSION_NAME")}
+    env["PYTHONPATH"] = str(Path(checks.__file__).parents[2])
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute(env=env)
+    printed = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    assert printed.startswith("[FAILED] scaled_dot_product_attention: 未通过。"), printed
+    assert messages.MISTAKES["missing_scaling"] in printed
