@@ -65,7 +65,7 @@ site: $(STAMP)
 	$(BIN)/python -m lectures_lib site
 
 student: $(STAMP)
-	$(BIN)/python -m lectures_lib.exercises release notebooks student
+	$(BIN)/python -m lectures_lib student
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_speed.py

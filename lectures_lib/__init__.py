@@ -13,7 +13,8 @@ derives it:
 - :mod:`lectures_lib.training`: the training loop and its history;
 - :mod:`lectures_lib.plotting`: attention maps, masks, curves;
 - :mod:`lectures_lib.checks`: the exercise checkers;
-- :mod:`lectures_lib.exercises`: ``python -m lectures_lib.exercises release notebooks/ OUT_DIR``.
+- :mod:`lectures_lib.tooling`: the course's tooling, not taught (student versions, grading,
+  re-executing notebooks, the site, the lab): ``python -m lectures_lib --help``.
 """
 
 from .utils import get_device, seed_everything

@@ -34,18 +34,18 @@ from lectures_lib import (
     attention,
     decoding,
     diagrams,
-    exercises,
-    grading,
     layers,
     masks,
     measure,
     models,
     plotting,
     positional,
+    tooling,
     training,
     utils,
 )
 from lectures_lib.data import labelling, long_range, ordering, relations, sequences, translation
+from lectures_lib.tooling import exercises, grading
 from lectures_lib.variants import (
     base,
     clustering,
@@ -519,7 +519,7 @@ ROWS: list[Row] = [
     R(exercises.release_notebook, "an int name", lambda: exercises.release_notebook(notebook(), 4), TypeError, "name must be a non-empty str"),
     R(exercises.release, "source an int", lambda: exercises.release(3, "out"), TypeError, "source must be a path"),
     R(exercises.release, "keep_solutions a string", lambda: exercises.release("notebooks", "out", keep_solutions="no"), TypeError, "keep_solutions must be a bool"),
-    R(exercises.grade_submission, "timeout = 0", lambda: exercises.grade_submission("missing.ipynb", timeout=0), ValueError, "timeout must be a finite number > 0"),
+    R(tooling.clone_root, "an int command", lambda: tooling.clone_root(3), TypeError, "command must be a non-empty str"),
     # grading
     R(grading.grade_submission, "path an int", lambda: grading.grade_submission(3), TypeError, "path must be a path"),
     R(grading.grade_submission, "timeout = -1", lambda: grading.grade_submission("missing.ipynb", timeout=-1), ValueError, "timeout must be a finite number > 0"),
@@ -551,10 +551,11 @@ NO_ROW: dict[str, str] = {
     "lectures_lib.data.relations.TwoRelationsData": "a record the library fills",
     "lectures_lib.data.translation.TranslationSplit": "a record the library fills",
     "lectures_lib.data.translation.TranslationData": "a record the library fills",
-    "lectures_lib.exercises.MarkerError": "an exception class: the library raises it",
-    "lectures_lib.exercises.Region": "a record find_regions fills",
-    "lectures_lib.exercises.Exercise": "a record find_exercises fills",
-    "lectures_lib.exercises.main": "a command line: argparse refuses bad arguments with its usage "
+    "lectures_lib.tooling.CloneRequired": "an exception class: the library raises it",
+    "lectures_lib.tooling.exercises.MarkerError": "an exception class: the library raises it",
+    "lectures_lib.tooling.exercises.Region": "a record find_regions fills",
+    "lectures_lib.tooling.exercises.Exercise": "a record find_exercises fills",
+    "lectures_lib.tooling.exercises.main": "a command line: argparse refuses bad arguments with its usage "
     "and exit status 2 (tests/test_exercises.py)",
 }
 # Modules whose public names are checked elsewhere or owned by another issue, with the reason.

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.lab import NOTEBOOKS, ROOT
+from lectures_lib.tooling.lab import NOTEBOOKS, ROOT
 
 CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
 LAUNCH_ARGS = [
@@ -180,7 +180,7 @@ def test_lab_opens_on_notebooks_and_runs_the_first_cells_of_01(browser, tmp_path
 
 
 def test_site_page_shows_typeset_math_and_a_stored_plot(browser, tmp_path):
-    from lectures_lib.site import build_site
+    from lectures_lib.tooling.site import build_site
 
     build_site(tmp_path / "site")
     page = browser.new_page(viewport={"width": 1200, "height": 900})

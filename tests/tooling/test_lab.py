@@ -15,7 +15,7 @@ import urllib.request
 
 import nbformat
 
-from lectures_lib.lab import NOTEBOOKS, ROOT, ensure_student_copies, lab_command
+from lectures_lib.tooling.lab import NOTEBOOKS, ROOT, ensure_student_copies, lab_command
 
 
 def _free_port() -> int:

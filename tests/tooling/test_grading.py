@@ -1,4 +1,4 @@
-"""``python -m lectures_lib.exercises grade``: every kind of submission gets the right score.
+"""``python -m lectures_lib grade``: every kind of submission gets the right score.
 
 Submissions of ``01_self_attention`` (its one autograded exercise is worth 4 points): correct,
 wrong, empty (the student version as released), a function that sleeps for an hour, a solution
@@ -18,9 +18,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.exercises import annotate_notebook, find_exercises, release_notebook
+from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "notebooks" / "01_self_attention.ipynb"
 NAME = COURSE.stem
 TIMEOUT = 40  # seconds per submission: the kernel starts in ~5-10 s, the exercises take ~2 s
@@ -80,7 +80,7 @@ def graded(tmp_path_factory):
         nbformat.write(_submission(kind), folder / f"{kind}_{NAME}.ipynb")
     (folder / f"garbage_{NAME}.ipynb").write_text("this is { not a notebook")
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib.exercises", "grade", *sorted(folder.iterdir()),
+        [sys.executable, "-m", "lectures_lib", "grade", *sorted(folder.iterdir()),
          "--json", "--timeout", str(TIMEOUT)],
         capture_output=True, text=True, timeout=len(kinds) * (TIMEOUT + 120), cwd=ROOT,
     )
@@ -145,7 +145,7 @@ def test_overriding_the_checker_does_not_help(graded):
 
 
 def test_table_and_csv_gradebook(graded, tmp_path):
-    from lectures_lib.grading import format_csv, format_table
+    from lectures_lib.tooling.grading import format_csv, format_table
 
     _, reports = graded
     table = format_table(reports["correct"])
@@ -156,7 +156,7 @@ def test_table_and_csv_gradebook(graded, tmp_path):
     # A folder gives the CSV gradebook on the command line (an unreadable file: no kernel).
     (tmp_path / f"garbage_{NAME}.ipynb").write_text("")
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib.exercises", "grade", tmp_path],
+        [sys.executable, "-m", "lectures_lib", "grade", tmp_path],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr

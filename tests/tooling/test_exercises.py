@@ -2,7 +2,7 @@
 
 * Student versions keep no solution or hidden-test line, no output of a cell that held one, every
   other output (the teaching plots and tables), and stay valid Python.
-* ``python -m lectures_lib.exercises release`` works end to end and reports marker errors.
+* ``python -m lectures_lib release`` works end to end and reports marker errors.
 * For each notebook with exercises, the imports cell plus the exercise cells run in a fresh kernel:
   the student version shows "not implemented" in every checker result without any error, and the
   solution version passes every checker (its hidden asserts included).
@@ -23,7 +23,7 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from lectures_lib.exercises import (
+from lectures_lib.tooling.exercises import (
     BEGIN_HIDDEN_TESTS,
     BEGIN_SOLUTION,
     CODE_STUB,
@@ -37,7 +37,7 @@ from lectures_lib.exercises import (
     strip_solutions,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 MARKERS = {BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN_TESTS, END_HIDDEN_TESTS}
 RESULT_START = re.compile(r"^(?=\[(?:PASSED|FAILED)\] )", re.MULTILINE)  # str(CheckResult)
@@ -331,7 +331,7 @@ def test_student_version_runs_and_says_not_implemented_in_process():
 def _cli(*args: str) -> subprocess.CompletedProcess:
     """The real command line, in a new interpreter (a few seconds: it imports torch)."""
     return subprocess.run(
-        [sys.executable, "-m", "lectures_lib.exercises", *map(str, args)],
+        [sys.executable, "-m", "lectures_lib", *map(str, args)],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
 

@@ -26,11 +26,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.exercises import annotate_notebook, find_exercises, release_notebook
+from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
 
 pytest.importorskip("nbgrader", reason="nbgrader is the optional extra '.[grading]'")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("0[1-9]_*.ipynb"))
 ASSIGNMENT, STUDENT, WRONG_STUDENT = "course", "alice", "bob"
 CONFIG = """c = get_config()

@@ -1,4 +1,4 @@
-"""`make site` (lectures_lib.site): static pages that need no network, README first, syllabus nav.
+"""`make site` (lectures_lib.tooling.site): static pages that need no network, README first, syllabus nav.
 
 Built here from a small repository made in a temporary folder; tests/test_browser.py opens a
 page of the real course's site in Chromium (typeset math, a stored plot).
@@ -12,9 +12,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from lectures_lib.site import MATHJAX, build_site, syllabus
+from lectures_lib.tooling.site import MATHJAX, build_site, syllabus
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PIXEL = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360f80f000001010000186dd4900000000049454e44ae426082"

@@ -23,7 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import ROOT
+
 NOTEBOOKS = ROOT / "notebooks"
 STUDENT = ROOT / "student"
 

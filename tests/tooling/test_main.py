@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.__main__ import TEST_PARTS, main, suite_commands
+from lectures_lib.tooling.cli import TEST_PARTS, main, suite_commands
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:

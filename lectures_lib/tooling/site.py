@@ -23,7 +23,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import ROOT
+
 MATHJAX = "_static/mathjax/MathJax.js"
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"  # the one combined configuration the package ships
 

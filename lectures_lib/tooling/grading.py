@@ -1,4 +1,4 @@
-"""Grading submissions without nbgrader: ``python -m lectures_lib.exercises grade SUBMISSION ...``.
+"""Grading submissions without nbgrader: ``python -m lectures_lib grade SUBMISSION ...``.
 
 For each submitted notebook (matched to the course's notebook by its exercises' ``grade_id``s,
 else by file name):
@@ -22,6 +22,7 @@ each exercise failed and the reason in its message.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import csv
 import io
@@ -35,13 +36,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..utils import check_path, check_positive_float
+from . import ROOT
 from .exercises import annotate_notebook, find_exercises, strip_solutions
-from .utils import check_path, check_positive_float
 
 __all__ = ["DEFAULT_TIMEOUT", "grade_submission", "grade_paths", "format_table", "format_csv"]
 
 DEFAULT_TIMEOUT = 300.0
-COURSE_NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+COURSE_NOTEBOOKS = ROOT / "notebooks"
 _EXERCISES = re.compile(r"^##\s+Exercises?\b", re.MULTILINE)
 _HEADING = re.compile(r"^##\s", re.MULTILINE)
 _RESULT = re.compile(r"\[(?:PASSED|FAILED)\] [^\n]*")
@@ -206,7 +208,7 @@ def _execute(run, timeout: float) -> tuple[object, str]:
         env["LECTURES_CHECK_TIMEOUT"] = str(max(1.0, min(10.0, timeout / 10)))
         env["LECTURES_TRAIN_TIMEOUT"] = str(max(1.0, timeout / 2))
         process = subprocess.Popen(
-            [sys.executable, "-m", "lectures_lib.exercises", "_execute", str(source), str(result),
+            [sys.executable, "-m", "lectures_lib.tooling.grading", "_execute", str(source), str(result),
              "--timeout", str(timeout)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
@@ -381,3 +383,52 @@ def format_csv(reports: list[dict]) -> str:
 
 def to_json(report: dict) -> str:
     return json.dumps(report, ensure_ascii=False)
+
+
+def _grade_main(args) -> int:
+    try:
+        reports, any_folder = grade_paths(args.submissions, timeout=args.timeout)
+    except (TypeError, ValueError) as error:  # e.g. --timeout 0: the message says what is wrong
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not reports:
+        print("error: no submissions found", file=sys.stderr)
+        return 1
+    if args.json:
+        for report in reports:
+            print(to_json(report), flush=True)
+    elif any_folder:
+        print(format_csv(reports), end="")
+    else:
+        print("\n\n".join(format_table(report) for report in reports))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lectures_lib grade SUBMISSION ...`` (and the grader's internal ``_execute``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["_execute"]:  # internal: the grade command's child
+        execute = argparse.ArgumentParser(prog="python -m lectures_lib.tooling.grading _execute")
+        execute.add_argument("notebook", type=Path)
+        execute.add_argument("out", type=Path)
+        execute.add_argument("--timeout", type=float, required=True)
+        args = execute.parse_args(argv[1:])
+        _run_in_child(args.notebook, args.out, args.timeout)
+        return 0
+    parser = argparse.ArgumentParser(
+        prog="python -m lectures_lib grade",
+        description="Run each submission's exercises in a fresh kernel under a time limit, with "
+        "the course's own test cells (hidden tests included); print a per-exercise table, one "
+        "JSON object per submission (--json), or a CSV gradebook when a folder is given.",
+    )
+    parser.add_argument("submissions", type=Path, nargs="+",
+                        help="submitted notebooks, or folders of them")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object per submission, one per line")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help=f"seconds for each submission (default {DEFAULT_TIMEOUT:g})")
+    return _grade_main(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

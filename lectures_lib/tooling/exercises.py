@@ -1,4 +1,4 @@
-"""Student versions of the notebooks: ``python -m lectures_lib.exercises release SRC OUT_DIR``.
+"""Student versions of the notebooks: ``python -m lectures_lib release SRC OUT_DIR``.
 
 The course's notebooks hold their exercises *with* the reference solutions, marked the nbgrader
 way (``make student`` runs this tool). In the student version:
@@ -23,7 +23,8 @@ only on the notebook's name and the exercise's number, so they stay the same acr
 ``release`` writes the student versions, annotated too, so ``nbgrader validate`` and
 ``autograde`` accept them.
 
-``grade`` grades submissions without nbgrader: see :func:`grade_submission`.
+``python -m lectures_lib grade`` grades submissions without nbgrader: see
+:mod:`lectures_lib.tooling.grading` (which imports this module, never the reverse).
 
 A marker is a line that holds nothing but the marker (surrounding spaces allowed); text that only
 *mentions* a marker is left alone. Regions cannot nest; a region must end in the cell it begins
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .utils import check_bool, check_path
+from ..utils import check_bool, check_path
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -65,7 +66,6 @@ __all__ = [
     "annotate_notebook",
     "release_notebook",
     "release",
-    "grade_submission",
     "main",
 ]
 
@@ -388,38 +388,10 @@ def release(source: Path, out_dir: Path, *, keep_solutions: bool = False) -> lis
     return [target for target, _ in released]
 
 
-def grade_submission(path, **options):
-    """Grade one submission (see :mod:`lectures_lib.grading`): a report dict."""
-    from .grading import grade_submission as grade
-
-    return grade(path, **options)
-
-
-def _grade_main(args) -> int:
-    from .grading import format_csv, format_table, grade_paths, to_json
-
-    try:
-        reports, any_folder = grade_paths(args.submissions, timeout=args.timeout)
-    except (TypeError, ValueError) as error:  # e.g. --timeout 0: the message says what is wrong
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if not reports:
-        print("error: no submissions found", file=sys.stderr)
-        return 1
-    if args.json:
-        for report in reports:
-            print(to_json(report), flush=True)
-    elif any_folder:
-        print(format_csv(reports), end="")
-    else:
-        print("\n\n".join(format_table(report) for report in reports))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib.exercises",
-        description="Tools for the course's exercises: release, nbgrader source, grade.",
+        prog="python -m lectures_lib",
+        description="Student versions of the notebooks (release) and nbgrader's source notebooks.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     release_parser = commands.add_parser(
@@ -443,31 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     source_parser.add_argument("source", type=Path, help="a notebook, or a folder of notebooks")
     source_parser.add_argument("out_dir", type=Path, help="e.g. course/source/ps1")
-    grade_parser = commands.add_parser(
-        "grade",
-        help="grade submitted notebooks against the course's hidden tests",
-        description="Run each submission's exercises in a fresh kernel under a time limit, with "
-        "the course's own test cells (hidden tests included); print a per-exercise table, one "
-        "JSON object per submission (--json), or a CSV gradebook when a folder is given.",
-    )
-    grade_parser.add_argument("submissions", type=Path, nargs="+",
-                              help="submitted notebooks, or folders of them")
-    grade_parser.add_argument("--json", action="store_true",
-                              help="one JSON object per submission, one per line")
-    grade_parser.add_argument("--timeout", type=float, default=300.0,
-                              help="seconds for each submission (default 300)")
-    execute_parser = commands.add_parser("_execute")  # internal: the grade command's child
-    execute_parser.add_argument("notebook", type=Path)
-    execute_parser.add_argument("out", type=Path)
-    execute_parser.add_argument("--timeout", type=float, required=True)
     args = parser.parse_args(argv)
-    if args.command == "grade":
-        return _grade_main(args)
-    if args.command == "_execute":
-        from .grading import _run_in_child
-
-        _run_in_child(args.notebook, args.out, args.timeout)
-        return 0
     try:
         written = release(args.source, args.out_dir, keep_solutions=args.command == "source")
     except (OSError, ValueError) as error:  # MarkerError is a ValueError

@@ -1,0 +1,142 @@
+"""The course's commands without ``make``: ``python -m lectures_lib COMMAND``.
+
+Every ``make`` target runs one of these, so ``make`` is a convenience (Windows has none):
+
+    python -m lectures_lib lab [--student]   JupyterLab on notebooks/ (or your copies in student/)
+    python -m lectures_lib test [PART ...]   lint + unit tests + every notebook under nbval
+    python -m lectures_lib notebooks [PATH]  re-execute notebooks in place (all by default;
+                                             --remeasure also stores new time plots)
+    python -m lectures_lib student           write the student versions to student/ (overwrites)
+    python -m lectures_lib site              build the static site in build/site/
+    python -m lectures_lib release SRC OUT   student versions of SRC (a notebook or a folder)
+    python -m lectures_lib source SRC OUT    nbgrader's source notebooks (solutions + metadata)
+    python -m lectures_lib grade SUB ...     grade submissions (--help: sandbox, --notebook, ...)
+
+`release`, `source` and `grade --course FOLDER` work from an installed package; the others work
+on a clone of the repository (the notebooks, tests and README) and say so when there is none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from . import ROOT, CloneRequired, clone_root
+
+TEST_PARTS = ("lint", "unit", "nbval")
+# Commands with their own option parsers: everything after the name is handed over untouched.
+_DELEGATED = {
+    "lab": ("lab", "start JupyterLab (--help for its options)"),
+    "release": ("exercises", "write student versions: solutions replaced, hidden tests removed"),
+    "source": ("exercises", "write the notebooks with solutions and nbgrader metadata"),
+    "grade": ("grading", "grade submitted notebooks (--help for its options)"),
+}
+
+
+def suite_commands(parts: list[str], workers: int) -> list[list[str]]:
+    """The commands of ``make test`` (``make lint``, ``make unit``, ``make nbval``), in order."""
+    python = sys.executable
+    parallel = ["-n", str(workers), "--dist", "loadscope"]  # a notebook stays on one worker
+    commands = {
+        "lint": [python, "-m", "ruff", "check", "lectures_lib", "tests", "benchmarks", "notebooks"],
+        "unit": [python, "-m", "pytest", *parallel, "tests"],
+        "nbval": [python, "-m", "pytest", *parallel, "--nbval-lax", "--nbval-current-env",
+                  "notebooks"],
+    }
+    return [commands[part] for part in parts]
+
+
+def _run_tests(parts: list[str], workers: int) -> int:
+    root = clone_root("test", ("tests", "notebooks"))
+    for command in suite_commands(parts or list(TEST_PARTS), workers):
+        print("$ " + " ".join(command[1:] if command[0] == sys.executable else command), flush=True)
+        code = subprocess.call(command, cwd=root)
+        if code != 0:
+            return code
+    return 0
+
+
+def _delegate(command: str, rest: list[str]) -> int:
+    module = _DELEGATED[command][0]
+    if module == "lab":
+        clone_root("lab")
+        from .lab import main as run
+    elif module == "exercises":
+        from .exercises import main as run
+
+        return run([command, *rest])
+    else:
+        from .grading import main as run
+    return run(rest)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m lectures_lib",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[3:]),
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, (_, help_text) in _DELEGATED.items():
+        commands.add_parser(name, help=help_text, add_help=False)
+    test = commands.add_parser("test", help="lint, unit tests and nbval, as `make test`")
+    test.add_argument("parts", nargs="*", metavar="PART",
+                      help=f"any of {', '.join(TEST_PARTS)} (default: all, in this order)")
+    test.add_argument("--workers", type=int, default=2, help="parallel pytest workers (default 2)")
+    notebooks = commands.add_parser("notebooks", help="re-execute notebooks in place")
+    notebooks.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                           help="notebooks or folders (default: every notebook in notebooks/)")
+    notebooks.add_argument("--remeasure", action="store_true",
+                           help="also store new plots of the cells that time something")
+    commands.add_parser("student", help="write student versions of the notebooks to student/")
+    site = commands.add_parser("site", help="build the static HTML site in build/site/")
+    site.add_argument("--out", type=Path, default=ROOT / "build" / "site")
+    return parser
+
+
+def _main(argv: list[str]) -> int:
+    if argv[:1] and argv[0] in _DELEGATED:
+        return _delegate(argv[0], argv[1:])
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "test":
+        unknown = sorted(set(args.parts) - set(TEST_PARTS))
+        if unknown:
+            parser.error(f"unknown test part(s) {unknown}: choose from {list(TEST_PARTS)}")
+        return _run_tests(args.parts, args.workers)
+    if args.command == "notebooks":
+        from .notebooks import main as notebooks_main
+
+        paths = args.paths or [clone_root("notebooks") / "notebooks"]
+        code = 0
+        for path in paths:
+            code = max(code, notebooks_main(["execute", str(path)]
+                                            + (["--remeasure"] if args.remeasure else [])))
+        return code
+    if args.command == "student":
+        from .exercises import main as exercises_main
+
+        root = clone_root("student")
+        return exercises_main(["release", str(root / "notebooks"), str(root / "student")])
+    if args.command == "site":
+        from .site import main as site_main
+
+        clone_root("site", ("notebooks", "README.md"))
+        return site_main(["--out", str(args.out)])
+    raise AssertionError(f"unhandled command {args.command!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; a command that needs a clone says so (exit status 2)."""
+    try:
+        return _main(sys.argv[1:] if argv is None else list(argv))
+    except CloneRequired as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
