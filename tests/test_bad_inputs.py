@@ -621,9 +621,36 @@ ROWS: list[Row] = [
     R(grading.format_csv, "a report without keys", lambda: grading.format_csv([{}]), ValueError, "reports[0] must be a report"),
 ]
 
+# Issue 23 (H23): the digits data, the vision models and the attention explorer.
+from lectures_lib import explorer, vision  # noqa: E402
+from lectures_lib.data import digits  # noqa: E402
+
+_VIEW = dict(name="v", maps=torch.full((1, 1, 2, 2), 0.5), query_labels=["a", "b"])
+ROWS += [
+    R(digits.digits_splits, "test_fraction = 0", lambda: digits.digits_splits(0.0), ValueError, "test_fraction must lie strictly between 0 and 1"),
+    R(digits.digits_splits, "test_fraction a string", lambda: digits.digits_splits("0.2"), TypeError, "test_fraction must be a float"),
+    R(digits.digits_splits, "seed a float", lambda: digits.digits_splits(seed=1.5), TypeError, "seed"),
+    R(digits.image_patches, "2-D images", lambda: digits.image_patches(torch.zeros(8, 8)), ValueError, "images must have 3 dimensions"),
+    R(digits.image_patches, "integer images", lambda: digits.image_patches(torch.zeros(1, 8, 8, dtype=torch.int64)), TypeError, "images must have dtype floating"),
+    R(digits.image_patches, "patch_size does not divide", lambda: digits.image_patches(torch.zeros(1, 8, 8), 3), ValueError, "patch_size must divide both sides"),
+    R(digits.patch_grid, "patch_size does not divide", lambda: digits.patch_grid(8, 3), ValueError, "patch_size=3 does not divide image_size=8"),
+    R(vision.PatchClassifier, "n_patches = 0", lambda: vision.PatchClassifier(0, 4, 10), ValueError, "n_patches must be >= 1"),
+    R(vision.PatchClassifier, "pooling unknown", lambda: vision.PatchClassifier(16, 4, 10, pooling="max"), ValueError, "pooling must be one of"),
+    R(vision.PatchClassifier, "patches of the wrong shape", lambda: vision.PatchClassifier(16, 4, 10)(torch.zeros(2, 9, 4)), ValueError, "patches must have shape (batch, 16, 4)"),
+    R(vision.PixelMLP, "images of the wrong size", lambda: vision.PixelMLP(64, 10)(torch.zeros(2, 7, 7)), ValueError, "the network expects 64"),
+    R(vision.SmallCNN, "images of the wrong size", lambda: vision.SmallCNN(8, 10)(torch.zeros(2, 7, 7)), ValueError, "images must have shape (batch, 8, 8)"),
+    R(explorer.check_view, "not a view", lambda: explorer.check_view("maps"), TypeError, "views[0] must be an AttentionView"),
+    R(explorer.AttentionView, "3-D maps", lambda: explorer.check_view(explorer.AttentionView(**{**_VIEW, "maps": torch.zeros(1, 2, 2)})), ValueError, "maps must have 4 dimensions"),
+    R(explorer.AttentionView, "labels of the wrong length", lambda: explorer.check_view(explorer.AttentionView(**{**_VIEW, "query_labels": ["a"]})), ValueError, "query_labels has 1 labels"),
+    R(explorer.AttentionExplorer, "logits, not weights", lambda: explorer.AttentionExplorer([explorer.AttentionView(**{**_VIEW, "maps": torch.full((1, 1, 2, 2), 3.0)})]), ValueError, "after the softmax"),
+    R(explorer.AttentionExplorer, "no views", lambda: explorer.AttentionExplorer([]), TypeError, "views must be a non-empty list"),
+]
+
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {
+    "lectures_lib.data.digits.DigitsSplit": "a NamedTuple of two tensors that digits_splits returns",
+    "lectures_lib.data.digits.load_digit_images": "takes no argument",
     "lectures_lib.cache.KeyValueCache": "a container the decoder fills step by step; it holds "
     "what the library's own forward_cached appends",
     "lectures_lib.cache.kv_cache_problem": "accepts any object: it answers with the reason a "

@@ -65,8 +65,50 @@ MathJax.Hub.Config({
   display: flex; gap: 12px; justify-content: flex-end; background: #f7f7f7; }
 .course-lang a { text-decoration: none; color: #1a5fb4; }
 {{ resources.course_css }}
+/* A dark theme for readers whose system asks for one: JupyterLab's own colour variables. */
+@media (prefers-color-scheme: dark) {
+  html:root { color-scheme: dark;
+    --jp-layout-color0: #111111; --jp-layout-color1: #1b1b1b; --jp-layout-color2: #262626;
+    --jp-layout-color3: #333333; --jp-border-color0: #555; --jp-border-color1: #444;
+    --jp-border-color2: #3a3a3a; --jp-cell-editor-background: #1e1e1e;
+    --jp-cell-editor-border-color: #3a3a3a; --jp-rendermime-table-row-background: #1e1e1e;
+    --jp-rendermime-table-row-hover-background: #2a2a2a;
+    --jp-ui-font-color0: #f0f0f0; --jp-ui-font-color1: #e0e0e0; --jp-ui-font-color2: #bbbbbb;
+    --jp-content-font-color0: #f5f5f5; --jp-content-font-color1: #e6e6e6;
+    --jp-content-font-color2: #c8c8c8; --jp-content-font-color3: #a0a0a0;
+    --jp-content-link-color: #8ab4f8; --jp-content-heading-font-color: #f5f5f5;
+    --jp-cell-prompt-not-active-font-color: #9a9a9a; --jp-cell-inprompt-font-color: #7ea7ff;
+    --jp-cell-outprompt-font-color: #ff8a80;
+    --jp-mirror-editor-keyword-color: #7ee787; --jp-mirror-editor-string-color: #ffab70;
+    --jp-mirror-editor-comment-color: #9aa5b1; --jp-mirror-editor-number-color: #79c0ff;
+    --jp-mirror-editor-def-color: #d2a8ff; --jp-mirror-editor-variable-2-color: #a5d6ff;
+    --jp-mirror-editor-builtin-color: #7ee787; --jp-mirror-editor-operator-color: #ff7b72;
+    --jp-mirror-editor-variable-color: #e6e6e6; --jp-mirror-editor-meta-color: #ff7b72;
+    --jp-mirror-editor-attribute-color: #79c0ff; --jp-mirror-editor-property-color: #79c0ff;
+    --jp-mirror-editor-bracket-color: #c8c8c8; --jp-mirror-editor-tag-color: #7ee787;
+    --jp-mirror-editor-qualifier-color: #d2a8ff; --jp-mirror-editor-error-color: #ff7b72;
+    --jp-rendermime-error-background: #3b1f1f; }
+  body, .jp-Notebook { background: var(--jp-layout-color0); color: var(--jp-content-font-color1); }
+  .course-nav { background: #1b1b1b; border-bottom-color: #444; }
+  .course-nav a { color: #8ab4f8; }
+  .course-nav a.current { color: #fff; }
+  .course-pager { border-top-color: #444; }
+  .course-pager a { color: #8ab4f8; }
+  /* plots are drawn on white: keep them on a light card so their axes stay legible */
+  .jp-RenderedImage img { background: #fff; border-radius: 3px; }
+}
 </style>
 {% endblock extra_css %}
+{% block data_png scoped %}
+<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
+<img src="data:image/png;base64,{{ output.data['image/png'] | escape_html }}" alt="{{ output.metadata.get('alt', '') | escape_html }}">
+</div>
+{% endblock data_png %}
+{% block data_jpg scoped %}
+<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
+<img src="data:image/jpeg;base64,{{ output.data['image/jpeg'] | escape_html }}" alt="{{ output.metadata.get('alt', '') | escape_html }}">
+</div>
+{% endblock data_jpg %}
 {%- block body_header -%}
 {{ super() }}
 {{ resources.course_lang }}
@@ -164,6 +206,60 @@ def _exporter():
         template_file="course.html.j2",
         mathjax_url=f"{MATHJAX}?config={MATHJAX_CONFIG},Safe",
     )
+
+
+_TITLE_CALL = re.compile(
+    r"""(?:suptitle|set_title|title)\s*[(=]\s*f?(["'])(.+?)\1""", re.DOTALL
+)
+_IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml")
+
+
+def _heading_before(cells: list, index: int) -> str:
+    """The nearest markdown heading above cell ``index`` (its text, without the ``#``)."""
+    for cell in reversed(cells[:index]):
+        if cell.cell_type == "markdown":
+            headings = re.findall(r"^#{1,6}\s+(.+)$", cell.source, re.MULTILINE)
+            if headings:
+                return re.sub(r"[*`$\\]", "", headings[-1]).strip()
+    return ""
+
+
+def figure_descriptions(cells: list, index: int) -> list[str]:
+    """The alt text of each image output of code cell ``index``.
+
+    The convention: a cell's metadata ``"alt"`` (a string, or a list with one string per image)
+    says what its figures show; without it the text is derived from the titles the cell's code
+    gives its plots (``suptitle``, ``set_title``, ``title=``) and the section the cell is in.
+    Never empty: a screen reader always hears what a figure is about.
+    """
+    cell = cells[index]
+    images = [o for o in cell.get("outputs", []) if any(t in o.get("data", {}) for t in _IMAGE_TYPES)]
+    given = cell.metadata.get("alt")
+    if isinstance(given, str):
+        given = [given] * len(images)
+    if isinstance(given, list) and len(given) == len(images) and all(
+        isinstance(text, str) and text.strip() for text in given
+    ):
+        return [text.strip() for text in given]
+    titles = [" ".join(t.split()) for _, t in _TITLE_CALL.findall(cell.source)]
+    titles = [re.sub(r"\{[^}]*\}", "…", t) for t in titles if t.strip()]  # f-string fields
+    section = _heading_before(cells, index)
+    text = "Figure" + (f" in section “{section}”" if section else "")
+    if titles:
+        text += ": " + "; ".join(dict.fromkeys(titles))
+    return [text + (f" (picture {n + 1} of {len(images)})" if len(images) > 1 else "")
+            for n in range(len(images))]
+
+
+def _describe_figures(notebook) -> None:
+    """Write each image output's alt text into its metadata (the copy being exported only)."""
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        images = [o for o in cell.get("outputs", [])
+                  if any(t in o.get("data", {}) for t in _IMAGE_TYPES)]
+        for output, text in zip(images, figure_descriptions(notebook.cells, index), strict=True):
+            output.setdefault("metadata", {})["alt"] = text
 
 
 def _markdown_notebook(text: str, title: str):
@@ -352,6 +448,7 @@ def _write_pages(exporter, root, out_dir, language, pages, navigable, targets, k
         source = root / page.source
         if page.source.endswith(".ipynb"):
             notebook = nbformat.read(source, as_version=4)
+            _describe_figures(notebook)
         else:
             title = home_title.group(1) if page == pages[0] and home_title else page.title
             notebook = _markdown_notebook(source.read_text(encoding="utf-8"), title)
