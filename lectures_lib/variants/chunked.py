@@ -1,0 +1,528 @@
+r"""Local and clustered attention that are efficient for real: equal-size blocks, never the
+:math:`N \times N` matrix, memory linear in :math:`N`.
+
+Three forms, each with the dense reference it is tested against (dense attention under a mask
+that this module also builds, for small :math:`N` only):
+
+* :func:`blocked_local_attention`: local attention (局部注意力), :math:`|i - j| \le w`. The
+  sequence is cut into blocks of :math:`b = w` queries; block :math:`c` needs only the key blocks
+  :math:`c - 1, c, c + 1`, so the scores are ``(..., N / b, b, 3b)``: :math:`3 N w` numbers, and
+  the keys are padded once (no sliding-window copies). Exact: equal to dense attention under
+  ``local_mask(n, w)``.
+* :func:`lsh_chunked_attention`: Reformer's construction (Kitaev et al. 2020). Sort the positions
+  by hash bucket (哈希桶), cut the sorted order into equal chunks of ``chunk_size``, and let every
+  chunk attend to itself and to the previous chunk (the first chunk to the last). Queries and keys
+  must share the sort order, which is why Reformer ties :math:`Q = K` (keys normalised): one bucket
+  per position. The chunks change which cells are kept: a bucket larger than a chunk loses the
+  cells between its far-apart chunks, a small bucket may see a neighbouring bucket's keys unless
+  ``same_bucket=True`` drops them. The kept cells are :func:`lsh_chunk_mask`; the function is
+  exact against dense attention under that mask.
+* :func:`balanced_routing_attention`: the Routing Transformer's balanced clusters (Roy et al.
+  2021). Every centroid takes the ``size`` queries and the ``size`` keys most similar to it
+  (:func:`balanced_members`): equal clusters, so :math:`C \cdot \text{size}^2` scores. A vector may
+  join several clusters or none: a query in no cluster gets a zero output. The kept cells are
+  :func:`membership_mask`; exact against dense attention under it.
+
+A cell met in several groups (hash rounds, overlapping clusters) is counted once: its score is
+lowered by :math:`\log m_{ij}` (:math:`m_{ij}` = groups in which it is met), and the groups of a
+query are merged by their log-sum-exp (:func:`_merge_rows`), as in ``clustered_attention``.
+Derived and measured in ``06_attention_variants.ipynb`` and ``benchmarks/clustered_memory.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import masked_softmax
+from ..utils import (
+    check_non_negative_int,
+    check_positive_int,
+    check_probability,
+    check_qkv,
+    check_tensor,
+    inside_library,
+    validated,
+)
+from .base import check_key_mask
+from .clustering import lsh_buckets
+
+__all__ = [
+    "blocked_local_attention",
+    "lsh_chunk_mask",
+    "lsh_chunked_attention",
+    "hash_buckets",
+    "balanced_members",
+    "membership_mask",
+    "balanced_routing_attention",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Validators (checked once, at the door)
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_self_attention(q, k, v, key_mask, dropout_p) -> None:
+    check_qkv(q, k, v)
+    if k.shape[-2] != q.shape[-2]:
+        raise ValueError(
+            "this is self-attention over positions: it needs as many queries as keys, got q "
+            f"{tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    check_probability(dropout_p, "dropout_p")
+    if key_mask is not None:
+        check_key_mask(key_mask, q.shape[:-1])
+
+
+def _validate_blocked_local(q, k, v, window, *, key_mask=None, dropout_p=0.0, need_weights=False):
+    _check_self_attention(q, k, v, key_mask, dropout_p)
+    check_non_negative_int(window, "window")
+    if not isinstance(need_weights, bool):
+        raise TypeError(f"need_weights must be a bool, got {type(need_weights).__name__}")
+
+
+def _check_buckets(buckets, n, name="buckets") -> None:
+    check_tensor(buckets, name, dtype="integer")
+    if buckets.dim() < 2 or buckets.shape[-1] != n or buckets.shape[-2] == 0:
+        raise ValueError(f"{name} must have shape (..., rounds >= 1, {n}), got {tuple(buckets.shape)}")
+    if buckets.numel() and int(buckets.min()) < 0:
+        raise ValueError(f"{name} must be >= 0 (bucket ids), got a minimum of {int(buckets.min())}")
+
+
+def _validate_lsh_chunked(q, k, v, buckets, chunk_size, *, same_bucket=True, key_mask=None,
+                          dropout_p=0.0):
+    _check_self_attention(q, k, v, key_mask, dropout_p)
+    _check_buckets(buckets, q.shape[-2])
+    _check_lead(buckets.shape[:-2], q.shape[:-2], "buckets")
+    check_positive_int(chunk_size, "chunk_size")
+    if not isinstance(same_bucket, bool):
+        raise TypeError(f"same_bucket must be a bool, got {type(same_bucket).__name__}")
+
+
+def _validate_lsh_chunk_mask(buckets, chunk_size, *, same_bucket=True):
+    check_tensor(buckets, "buckets", dtype="integer")
+    if buckets.dim() < 2:
+        raise ValueError(f"buckets must have shape (..., rounds, n), got {tuple(buckets.shape)}")
+    _check_buckets(buckets, buckets.shape[-1])
+    check_positive_int(chunk_size, "chunk_size")
+
+
+def _check_lead(shape, lead, name) -> None:
+    if len(shape) > len(lead) or any(
+        size not in (1, target) for size, target in zip(reversed(shape), reversed(lead), strict=False)
+    ):
+        raise ValueError(
+            f"the leading dimensions of {name} {tuple(shape)} must equal those of q {tuple(lead)} "
+            "or be 1"
+        )
+
+
+def _check_members(members, n, name) -> None:
+    check_tensor(members, name, dtype="integer")
+    if members.dim() < 2:
+        raise ValueError(f"{name} must have shape (..., clusters, size), got {tuple(members.shape)}")
+    if members.numel():
+        if int(members.min()) < 0 or int(members.max()) >= n:
+            raise ValueError(
+                f"{name} must hold positions in [0, {n - 1}], got values from "
+                f"{int(members.min())} to {int(members.max())}"
+            )
+        ordered = members.sort(dim=-1).values
+        if bool((ordered[..., 1:] == ordered[..., :-1]).any()):
+            raise ValueError(f"{name} lists a position twice in one cluster")
+
+
+def _validate_balanced_members(x, centroids, size):
+    check_tensor(x, "x", dtype="floating")
+    check_tensor(centroids, "centroids", dtype="floating")
+    if x.dim() < 2 or centroids.dim() < 2 or x.shape[-1] != centroids.shape[-1]:
+        raise ValueError(
+            f"x must be (..., n, d) and centroids (..., C, d) with the same d, got x "
+            f"{tuple(x.shape)} and centroids {tuple(centroids.shape)}"
+        )
+    size = check_positive_int(size, "size")
+    if size > x.shape[-2]:
+        raise ValueError(f"size must be at most n = {x.shape[-2]} (the vectors to choose from), got {size}")
+
+
+def _validate_routing(q, k, v, query_members, key_members, *, key_mask=None, dropout_p=0.0):
+    _check_self_attention(q, k, v, key_mask, dropout_p)
+    n = q.shape[-2]
+    _check_members(query_members, n, "query_members")
+    _check_members(key_members, n, "key_members")
+    if query_members.shape[-2] != key_members.shape[-2]:
+        raise ValueError(
+            "query_members and key_members must list the same clusters, got "
+            f"{tuple(query_members.shape)} and {tuple(key_members.shape)}"
+        )
+    _check_lead(query_members.shape[:-2], q.shape[:-2], "query_members")
+    _check_lead(key_members.shape[:-2], q.shape[:-2], "key_members")
+
+
+def _validate_membership_mask(query_members, key_members, n):
+    n = check_positive_int(n, "n")
+    _check_members(query_members, n, "query_members")
+    _check_members(key_members, n, "key_members")
+
+
+# ---------------------------------------------------------------------------------------------
+# Local attention in blocks
+# ---------------------------------------------------------------------------------------------
+
+
+@validated(_validate_blocked_local)
+def blocked_local_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    window: int,
+    *,
+    key_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    r"""Local attention :math:`|i - j| \le w` computed block by block, exact.
+
+    Cut the :math:`N` queries into blocks of :math:`b = \max(w, 1)`. Query block :math:`c` holds
+    positions :math:`cb \dots cb + b - 1`; every key it may see lies in key blocks
+    :math:`c - 1, c, c + 1` (because :math:`w \le b`). So each block computes a ``b x 3b`` score
+    matrix: ``(..., N / b, b, 3b)`` in all, about :math:`3 N w` scores, and the keys and values
+    are padded once by one block on each side (no per-query copies of the neighbours).
+
+    Args:
+        q, k, v: ``(..., n, d_k)``, ``(..., n, d_k)``, ``(..., n, d_v)``.
+        window: :math:`w \ge 0`.
+        key_mask: optional bool ``(..., n)``, True = this key may be attended to.
+        dropout_p: dropout on the weights.
+        need_weights: also return the band weights ``(..., n, 2w + 1)`` in the layout of
+            ``local_attention`` (slot o of row i is key i - w + o).
+
+    Returns ``out`` ``(..., n, d_v)`` (and the band weights); equal to dense attention under
+    ``local_mask(n, window) & key_mask``; a query with no allowed key gets zeros.
+    """
+    n, d_k = q.shape[-2], q.shape[-1]
+    lead = q.shape[:-2]
+    if n == 0:
+        out = v.new_zeros(*lead, 0, v.shape[-1])
+        return (out, q.new_zeros(*lead, 0, 1)) if need_weights else out
+    window = min(window, n - 1)
+    b = max(window, 1)  # block size
+    n_blocks = -(-n // b)
+    pad = n_blocks * b - n
+    queries = F.pad(q, (0, 0, 0, pad)).reshape(*lead, n_blocks, b, d_k)  # (..., nb, b, d_k)
+    keys = F.pad(k, (0, 0, b, b + pad)).reshape(*lead, n_blocks + 2, b, d_k)  # (..., nb+2, b, d_k)
+    values = F.pad(v, (0, 0, b, b + pad)).reshape(*lead, n_blocks + 2, b, v.shape[-1])
+    # Query block c meets key blocks c - 1, c, c + 1 = padded blocks c, c + 1, c + 2 (views).
+    scores = torch.cat(
+        [queries @ keys[..., s : s + n_blocks, :, :].transpose(-2, -1) for s in range(3)], dim=-1
+    ) / math.sqrt(d_k)  # (..., nb, b, 3b)
+
+    # Query i = c b + r meets key j = (c - 1) b + t: allowed when |r + b - t| <= w and 0 <= j < n.
+    r = torch.arange(b, device=q.device)[:, None]
+    t = torch.arange(3 * b, device=q.device)[None, :]
+    j = torch.arange(n_blocks, device=q.device)[:, None, None] * b - b + t  # (nb, 1, 3b)
+    allowed = ((r + b - t).abs() <= window) & (j >= 0) & (j < n)  # (nb, b, 3b)
+    if key_mask is not None:
+        padded = F.pad(key_mask.to(q.device), (b, b + pad), value=False)  # (..., (nb + 2) b)
+        blocks = padded.reshape(*padded.shape[:-1], n_blocks + 2, b)  # (..., nb + 2, b)
+        seen = torch.cat([blocks[..., s : s + n_blocks, :] for s in range(3)], dim=-1)  # (.., nb, 3b)
+        allowed = allowed & seen[..., :, None, :]  # (..., nb, b, 3b)
+    with inside_library():
+        weights = masked_softmax(scores, allowed)  # (..., nb, b, 3b), rows sum to 1 (or 0)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    out = sum(
+        weights[..., s * b : (s + 1) * b] @ values[..., s : s + n_blocks, :, :] for s in range(3)
+    )  # (..., nb, b, d_v)
+    out = out.reshape(*lead, n_blocks * b, v.shape[-1])[..., :n, :]  # (..., n, d_v)
+    if not need_weights:
+        return out
+    # Band slot o of row r is block column r + b - w + o.
+    slots = r + b - window + torch.arange(2 * window + 1, device=q.device)  # (b, 2w + 1)
+    band = weights.gather(-1, slots.expand(*weights.shape[:-1], 2 * window + 1))
+    return out, band.reshape(*lead, n_blocks * b, 2 * window + 1)[..., :n, :]
+
+
+# ---------------------------------------------------------------------------------------------
+# Groups of queries attending to groups of keys, merged per query
+# ---------------------------------------------------------------------------------------------
+
+
+def _rows(x: torch.Tensor, table: torch.Tensor, group_batch: torch.Tensor) -> torch.Tensor:
+    """``x`` ``(B, n + 1, d)`` (row n is a spare zero row), ``table`` ``(G, ...)`` positions,
+    ``group_batch`` ``(G,)`` the batch entry of each group -> ``x[group_batch, table]``."""
+    flat = x.reshape(-1, x.shape[-1])  # (B (n + 1), d)
+    offset = (group_batch * x.shape[-2]).reshape(-1, *([1] * (table.dim() - 1)))
+    return flat[table + offset]  # (G, ..., d)
+
+
+def _attend_groups(queries, keys, values, allowed, meetings, dropout_p):
+    """Softmax inside each group, with its log-sum-exp. ``queries`` ``(G, a, d)``, ``keys``
+    ``(G, b, d)``, ``allowed`` ``(G, a, b)``, ``meetings`` ``(G, a, b)`` or None (m_ij >= 1).
+    Returns ``(out (G, a, d_v), lse (G, a))`` (lse = -inf where nothing is allowed)."""
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])  # (G, a, b)
+    if meetings is not None:
+        scores = scores - torch.log(meetings.clamp(min=1))
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)  # (G, a), -inf on empty rows
+    weights = torch.exp(scores - torch.where(torch.isfinite(lse), lse, 0)[..., None])  # 0 if blocked
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ values, lse
+
+
+def _merge_rows(index, lse, out, batch, n):
+    """Merge every group's answer for a query by log-sum-exp: ``index`` ``(G, a)`` the query's
+    position (n = padding), ``lse`` ``(G, a)``, ``out`` ``(G, a, d_v)``, ``batch`` ``(G,)`` ->
+    ``(B, n, d_v)``. A query met nowhere (or only with -inf) gets zeros."""
+    n_batch = int(batch.max()) + 1 if batch.numel() else 0
+    d_v = out.shape[-1]
+    flat = (batch[:, None] * (n + 1) + index).reshape(-1)  # (G a,) rows of a (B (n + 1)) table
+    lse, out = lse.reshape(-1), out.reshape(-1, d_v)
+    best = lse.new_full((n_batch * (n + 1),), float("-inf")).scatter_reduce(
+        0, flat, lse, "amax", include_self=True
+    )  # (B (n + 1),) the largest lse of each query
+    best = torch.where(torch.isfinite(best), best, 0)
+    mass = torch.exp(lse - best[flat])  # (G a,), 0 where a group saw no key
+    norm = lse.new_zeros(n_batch * (n + 1)).scatter_add(0, flat, mass)
+    total = out.new_zeros(n_batch * (n + 1), d_v).index_add(0, flat, mass[:, None] * out)
+    merged = total / norm.clamp(min=torch.finfo(out.dtype).tiny)[:, None]
+    return merged.reshape(n_batch, n + 1, d_v)[:, :n]  # (B, n, d_v)
+
+
+def _with_spare_row(x: torch.Tensor, batch: int) -> torch.Tensor:
+    """``(..., n, d)`` -> ``(B, n + 1, d)`` with a zero row n (padding slots point at it)."""
+    x = x.reshape(batch, *x.shape[-2:])
+    return torch.cat([x, x.new_zeros(batch, 1, x.shape[-1])], dim=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reformer: sort by bucket, equal chunks, each chunk attends to itself and the previous one
+# ---------------------------------------------------------------------------------------------
+
+
+def _sorted_chunks(buckets: torch.Tensor, chunk_size: int):
+    """``buckets`` ``(BR, n)`` -> ``(order (BR, n_chunks, m) positions (n = padding), chunk of
+    each position (BR, n), n_chunks)``: positions sorted by (bucket, position), cut into chunks."""
+    rows, n = buckets.shape
+    order = (buckets * n + torch.arange(n, device=buckets.device)).argsort(dim=-1)  # (BR, n)
+    n_chunks = -(-n // chunk_size)
+    padded = F.pad(order, (0, n_chunks * chunk_size - n), value=n)  # (BR, C m)
+    rank = torch.empty_like(order).scatter_(
+        -1, order, torch.arange(n, device=buckets.device).expand(rows, n)
+    )  # (BR, n): where each position sits in the sorted order
+    return padded.reshape(rows, n_chunks, chunk_size), rank // chunk_size, n_chunks
+
+
+def _chunk_neighbours(chunk_i: torch.Tensor, chunk_j: torch.Tensor, n_chunks: int) -> torch.Tensor:
+    """Query chunk c sees key chunks c and c - 1 (the first sees the last)."""
+    gap = (chunk_i - chunk_j) % n_chunks
+    return (gap == 0) | (gap == 1)
+
+
+@validated(_validate_lsh_chunk_mask)
+def lsh_chunk_mask(buckets: torch.Tensor, chunk_size: int, *, same_bucket: bool = True) -> torch.Tensor:
+    """The cells :func:`lsh_chunked_attention` keeps, as a dense bool ``(..., n, n)`` mask: in some
+    round, key j is in query i's chunk or the previous one (and, with ``same_bucket``, in its
+    bucket). ``buckets`` long ``(..., rounds, n)``. Builds ``n x n``: for pictures and checks."""
+    lead, (rounds, n) = buckets.shape[:-2], buckets.shape[-2:]
+    flat = buckets.reshape(-1, n)  # (BR, n)
+    _, chunk, n_chunks = _sorted_chunks(flat, chunk_size)
+    kept = _chunk_neighbours(chunk[:, :, None], chunk[:, None, :], n_chunks)  # (BR, n, n)
+    if same_bucket:
+        kept = kept & (flat[:, :, None] == flat[:, None, :])
+    return kept.reshape(*lead, rounds, n, n).any(dim=-3)  # (..., n, n)
+
+
+@validated(_validate_lsh_chunked)
+def lsh_chunked_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    buckets: torch.Tensor,
+    chunk_size: int,
+    *,
+    same_bucket: bool = True,
+    key_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> torch.Tensor:
+    r"""Reformer's chunked LSH attention: memory :math:`O(N \cdot m)` for chunks of :math:`m`.
+
+    In each round: sort the positions by bucket (ties by position), cut the sorted order into
+    chunks of ``chunk_size`` :math:`m`, and let the :math:`m` queries of chunk :math:`c` attend to
+    the :math:`2m` keys of chunks :math:`c` and :math:`c - 1` (chunk 0 to the last chunk): scores
+    ``(rounds, N / m, m, 2m)``. One sort for queries and keys, so each position has *one* bucket
+    per round: hash the shared ``q = k`` (Reformer) or the normalised keys.
+
+    Args:
+        q, k, v: ``(..., n, d_k)``, ``(..., n, d_k)``, ``(..., n, d_v)``.
+        buckets: long ``(..., rounds, n)``, each position's bucket in each round (any ids >= 0),
+            leading dimensions equal to those of ``q`` or 1.
+        chunk_size: :math:`m`; a chunk size ``>= n`` is full attention.
+        same_bucket: keep only the cells whose query and key share the bucket (Reformer's
+            restriction); ``False`` keeps the whole chunk pair.
+        key_mask: optional bool ``(..., n)``, True = may be attended to.
+        dropout_p: dropout on each chunk's weights.
+
+    Returns ``(..., n, d_v)``, equal to dense attention under
+    ``lsh_chunk_mask(buckets, chunk_size, same_bucket=same_bucket) & key_mask``.
+    """
+    lead, n, d_v = q.shape[:-2], q.shape[-2], v.shape[-1]
+    if n == 0:
+        return v.new_zeros(*lead, 0, d_v)
+    batch, rounds = math.prod(lead), buckets.shape[-2]
+    chunk_size = min(chunk_size, n)
+    flat = buckets.to(q.device).expand(*lead, rounds, n).reshape(batch * rounds, n)  # (BR, n)
+    order, chunk, n_chunks = _sorted_chunks(flat, chunk_size)  # (BR, C, m), (BR, n)
+    # Keys of chunk c: chunks c and c - 1 (one chunk: only itself, never twice).
+    key_order = order if n_chunks == 1 else torch.cat([order, order.roll(1, dims=1)], dim=-1)
+    group_batch = torch.arange(batch * rounds, device=q.device) // rounds  # (BR,)
+    group_batch = group_batch[:, None].expand(-1, n_chunks).reshape(-1)  # (BR C,)
+    q_index = order.reshape(-1, chunk_size)  # (G, m), G = B R C
+    k_index = key_order.reshape(q_index.shape[0], -1)  # (G, m or 2m)
+
+    def padded_ids(ids: torch.Tensor) -> torch.Tensor:  # (BR, n) -> (B, n + 1, R), spare = -1
+        ids = ids.reshape(batch, rounds, n).transpose(1, 2)
+        return torch.cat([ids, ids.new_full((batch, 1, rounds), -1)], dim=1)
+
+    bucket_of, chunk_of = padded_ids(flat), padded_ids(chunk)  # (B, n + 1, R)
+    round_of = (torch.arange(batch * rounds, device=q.device) % rounds)[:, None].expand(-1, n_chunks)
+    round_of = round_of.reshape(-1, 1, 1)  # (G, 1, 1)
+
+    def this_round(ids: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        return _rows(ids, index, group_batch).gather(-1, round_of.expand(*index.shape, 1))[..., 0]
+
+    allowed = (q_index < n)[:, :, None] & (k_index < n)[:, None, :]  # (G, m, 2m)
+    if same_bucket:
+        allowed = allowed & (
+            this_round(bucket_of, q_index)[:, :, None] == this_round(bucket_of, k_index)[:, None, :]
+        )
+    if key_mask is not None:
+        ok = _with_spare_row(key_mask.to(q.device).expand(*lead, n)[..., None].float(), batch)
+        allowed = allowed & _rows(ok, k_index, group_batch)[..., 0].bool()[:, None, :]
+    meetings = None
+    if rounds > 1:  # m_ij: in how many rounds the cell is kept
+        q_buckets, k_buckets = _rows(bucket_of, q_index, group_batch), _rows(bucket_of, k_index, group_batch)
+        q_chunks, k_chunks = _rows(chunk_of, q_index, group_batch), _rows(chunk_of, k_index, group_batch)
+        meetings = torch.zeros(allowed.shape, dtype=q.dtype, device=q.device)
+        for r in range(rounds):
+            met = _chunk_neighbours(q_chunks[..., r, None], k_chunks[..., None, :, r], n_chunks)
+            if same_bucket:
+                met = met & (q_buckets[..., r, None] == k_buckets[..., None, :, r])
+            meetings += met
+    qs, ks, vs = (_with_spare_row(x, batch) for x in (q, k, v))  # (B, n + 1, d)
+    out, lse = _attend_groups(
+        _rows(qs, q_index, group_batch), _rows(ks, k_index, group_batch),
+        _rows(vs, k_index, group_batch), allowed, meetings, dropout_p,
+    )  # (G, m, d_v), (G, m)
+    return _merge_rows(q_index, lse, out, group_batch, n).reshape(*lead, n, d_v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing Transformer: balanced clusters (top-k members per centroid)
+# ---------------------------------------------------------------------------------------------
+
+
+@validated(_validate_balanced_members)
+def balanced_members(x: torch.Tensor, centroids: torch.Tensor, size: int) -> torch.Tensor:
+    r"""Balanced clusters: centroid :math:`c` takes the ``size`` vectors with the largest
+    :math:`\hat x \cdot \mu_c` (spherical). ``x`` ``(..., n, d)``, ``centroids`` ``(..., C, d)`` ->
+    long ``(..., C, size)`` positions, increasing. A vector may join several clusters, or none.
+    The similarities are computed for 32 centroids at a time (never all ``n x C`` at once)."""
+    directions = F.normalize(x, dim=-1)  # (..., n, d)
+    centroids = centroids.to(x.dtype)
+    picked = [
+        (directions @ part.transpose(-2, -1)).transpose(-2, -1).topk(size, dim=-1).indices
+        for part in centroids.split(32, dim=-2)
+    ]  # each (..., <= 32, size)
+    return torch.cat(picked, dim=-2).sort(dim=-1).values  # (..., C, size)
+
+
+def _validate_hash(x, rotations, block=1024):
+    check_tensor(x, "x", dtype="floating")
+    check_tensor(rotations, "rotations", dtype="floating")
+    check_positive_int(block, "block")
+    if x.dim() < 2 or rotations.dim() < 3 or rotations.shape[-2] != x.shape[-1]:
+        raise ValueError(
+            "x must be (..., n, d) and rotations (..., n_hashes, d, n_buckets / 2) with the same "
+            f"d, got x {tuple(x.shape)} and rotations {tuple(rotations.shape)}"
+        )
+
+
+@validated(_validate_hash)
+def hash_buckets(x: torch.Tensor, rotations: torch.Tensor, block: int = 1024) -> torch.Tensor:
+    r"""``lsh_buckets(x, rotations)`` computed ``block`` positions at a time: the projections
+    :math:`xR` are ``n x n_buckets / 2`` per round (quadratic when the buckets grow with
+    :math:`N`), so only one block of them is alive at once. ``(..., n, d)`` -> ``(..., rounds, n)``."""
+    return torch.cat([lsh_buckets(part, rotations) for part in x.split(block, dim=-2)], dim=-1)
+
+
+def _membership(members: torch.Tensor, n: int) -> torch.Tensor:
+    """``(..., C, size)`` -> bool ``(..., n + 1, C)``: True where position i is in cluster c (one
+    byte per cell: the only table of the engine that is not linear in N, N C bytes)."""
+    C = members.shape[-2]
+    table = torch.zeros(*members.shape[:-2], C, n + 1, dtype=torch.bool, device=members.device)
+    table.scatter_(-1, members, True)  # (..., C, n + 1)
+    return table.transpose(-2, -1)  # (..., n + 1, C), row n (padding) all False
+
+
+@validated(_validate_membership_mask)
+def membership_mask(query_members: torch.Tensor, key_members: torch.Tensor, n: int) -> torch.Tensor:
+    """The cells :func:`balanced_routing_attention` keeps, as a dense bool ``(..., n, n)`` mask:
+    query i and key j share at least one cluster. Builds ``n x n``: for pictures and checks."""
+    q_in = _membership(query_members, n)[..., :n, :].float()  # (..., n, C)
+    k_in = _membership(key_members, n)[..., :n, :].float()
+    return (q_in @ k_in.transpose(-2, -1)) > 0  # (..., n, n)
+
+
+@validated(_validate_routing)
+def balanced_routing_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    query_members: torch.Tensor,
+    key_members: torch.Tensor,
+    *,
+    key_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> torch.Tensor:
+    r"""Attention inside balanced clusters: the queries of cluster :math:`c` attend to its keys.
+
+    ``query_members``, ``key_members``: long ``(..., C, size_q)``, ``(..., C, size_k)`` (from
+    :func:`balanced_members`), leading dimensions equal to those of ``q`` or 1. Scores
+    ``(..., C, size_q, size_k)``: with ``size = N / C`` that is :math:`N^2 / C`, linear in
+    :math:`N` when :math:`C` grows with :math:`N`. A cell shared by several clusters is counted
+    once; a query in no cluster (or whose clusters hold no allowed key) gets zeros.
+
+    Returns ``(..., n, d_v)``, equal to dense attention under
+    ``membership_mask(query_members, key_members, n) & key_mask``.
+    """
+    lead, n, d_v = q.shape[:-2], q.shape[-2], v.shape[-1]
+    batch = math.prod(lead)
+    C = query_members.shape[-2]
+    q_index = query_members.to(q.device).expand(*lead, *query_members.shape[-2:]).reshape(batch * C, -1)
+    k_index = key_members.to(q.device).expand(*lead, *key_members.shape[-2:]).reshape(batch * C, -1)
+    group_batch = torch.arange(batch, device=q.device).repeat_interleave(C)  # (B C,)
+    allowed = torch.ones(q_index.shape[0], q_index.shape[1], k_index.shape[1], dtype=torch.bool,
+                         device=q.device)  # (G, a, b)
+    if key_mask is not None:
+        ok = _with_spare_row(key_mask.to(q.device).expand(*lead, n)[..., None].float(), batch)
+        allowed = allowed & _rows(ok, k_index, group_batch)[..., 0].bool()[:, None, :]
+    meetings = None
+    if C > 1:  # m_ij: how many clusters hold both query i and key j
+        q_in = _membership(q_index.reshape(batch, C, -1), n)  # (B, n + 1, C) bool
+        k_in = _membership(k_index.reshape(batch, C, -1), n)
+        meetings = torch.cat([  # 32 clusters at a time: (32, a, C) @ (32, C, b)
+            _rows(q_in, qi, gb).to(q.dtype) @ _rows(k_in, ki, gb).to(q.dtype).transpose(-2, -1)
+            for qi, ki, gb in zip(q_index.split(32), k_index.split(32), group_batch.split(32),
+                                  strict=True)
+        ])  # (G, a, b)
+    qs, ks, vs = (_with_spare_row(x, batch) for x in (q, k, v))
+    out, lse = _attend_groups(
+        _rows(qs, q_index, group_batch), _rows(ks, k_index, group_batch),
+        _rows(vs, k_index, group_batch), allowed, meetings, dropout_p,
+    )
+    return _merge_rows(q_index, lse, out, group_batch, n).reshape(*lead, n, d_v)
