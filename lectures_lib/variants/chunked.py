@@ -36,7 +36,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..attention import masked_softmax
+from ..attention import masked_softmax, scaled_dot_product_attention
 from ..utils import (
     check_non_negative_int,
     check_positive_int,
@@ -47,7 +47,7 @@ from ..utils import (
     validated,
 )
 from .base import check_key_mask
-from .clustering import lsh_buckets
+from .clustering import LSHAttention, RoutingAttention, lsh_buckets
 
 __all__ = [
     "blocked_local_attention",
@@ -57,6 +57,8 @@ __all__ = [
     "balanced_members",
     "membership_mask",
     "balanced_routing_attention",
+    "ReformerAttention",
+    "BalancedRoutingAttention",
 ]
 
 
@@ -526,3 +528,113 @@ def balanced_routing_attention(
         _rows(vs, k_index, group_batch), allowed, meetings, dropout_p,
     )
     return _merge_rows(q_index, lse, out, group_batch, n).reshape(*lead, n, d_v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Modules (attention factories): Reformer and the balanced Routing Transformer
+# ---------------------------------------------------------------------------------------------
+
+
+class ReformerAttention(LSHAttention):
+    r"""Reformer's attention (Kitaev et al. 2020): shared query-key, LSH buckets, sorted equal
+    chunks, each chunk attending to itself and the previous chunk (:func:`lsh_chunked_attention`).
+
+    Shared-QK: the keys are the normalised queries, :math:`k_j = q_j / \lVert q_j \rVert` (the key
+    projection is not used), so a query and a key at the same position have *one* bucket and one
+    place in the sorted order, and angular hashing compares directions of vectors of equal norm.
+    Memory is :math:`O(N \cdot \text{chunk\_size})` per round, whatever the bucket sizes.
+
+    Args:
+        d_model, num_heads, dropout, bias, n_buckets, n_hashes, seed: as in :class:`LSHAttention`
+            (Reformer grows ``n_buckets`` with :math:`N`, about :math:`2N / \text{chunk\_size}`).
+        chunk_size: positions per chunk (default 32).
+        same_bucket: keep only same-bucket cells inside the chunk pair (default True).
+
+    :meth:`pattern` is :func:`lsh_chunk_mask`, the cells the chunks keep (a subset of the bucket
+    mask when a bucket spans more than two chunks). Reformer's "do not attend to yourself unless
+    alone" rule is not applied: with shared QK a query's own key has the largest score.
+    """
+
+    supports_kv_cache = False
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *,
+                 chunk_size: int = 32, same_bucket: bool = True, **options) -> None:
+        super().__init__(d_model, num_heads, dropout, **options)
+        self.chunk_size = check_positive_int(chunk_size, "chunk_size")
+        if not isinstance(same_bucket, bool):
+            raise TypeError(f"same_bucket must be a bool, got {type(same_bucket).__name__}")
+        self.same_bucket = same_bucket
+
+    def buckets(self, q: torch.Tensor) -> torch.Tensor:
+        """One bucket per position and round, ``(batch, heads, n_hashes, n)``, from the shared
+        (normalised) query-keys."""
+        return hash_buckets(F.normalize(q, dim=-1), self.rotations)
+
+    def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return lsh_chunk_mask(self.buckets(q), self.chunk_size, same_bucket=self.same_bucket)
+
+    def attend(self, q, k, v, mask, need_weights):
+        return super().attend(q, F.normalize(q, dim=-1), v, mask, need_weights)  # shared QK
+
+    def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
+        if need_weights:  # the dense weights were asked for (pictures): dense under the pattern
+            allowed = self.pattern(q, k)
+            if key_mask is not None:
+                allowed = allowed & key_mask[..., None, :]
+            return scaled_dot_product_attention(q, k, v, allowed, dropout_p)
+        out = lsh_chunked_attention(q, k, v, self.buckets(q), self.chunk_size,
+                                    same_bucket=self.same_bucket, key_mask=key_mask,
+                                    dropout_p=dropout_p)
+        return out, None
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, chunk_size={self.chunk_size}, same_bucket={self.same_bucket}"
+
+
+class BalancedRoutingAttention(RoutingAttention):
+    r"""The Routing Transformer's balanced clusters (Roy et al. 2021): every centroid takes the
+    ``cluster_size`` queries and the ``cluster_size`` keys nearest to it in direction
+    (:func:`balanced_members`), and attends inside each cluster
+    (:func:`balanced_routing_attention`): :math:`C \cdot \text{size}^2` scores whatever the data.
+
+    Args:
+        d_model, num_heads, dropout, bias, n_clusters, decay, seed: as in
+            :class:`RoutingAttention` (the centroids follow the queries and keys while training).
+        cluster_size: members per cluster (default ``None``: :math:`\lceil N / C \rceil`, so
+            every cluster is as large as an even split).
+
+    A query in no cluster gets a zero output; :meth:`pattern` is :func:`membership_mask`.
+    """
+
+    supports_kv_cache = False
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *,
+                 cluster_size: int | None = None, **options) -> None:
+        super().__init__(d_model, num_heads, dropout, **options)
+        self.cluster_size = None if cluster_size is None else check_positive_int(cluster_size, "cluster_size")
+
+    def members(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Balanced members ``(batch, heads, C, size)`` of the queries and of the keys."""
+        n = q.shape[-2]
+        size = min(self.cluster_size or -(-n // self.n_clusters), n)
+        centroids = self.centroids[None]  # (1, heads, C, d_head)
+        return balanced_members(q, centroids, size), balanced_members(k, centroids, size)
+
+    def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return membership_mask(*self.members(q, k), q.shape[-2])
+
+    def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
+        if need_weights:
+            allowed = self.pattern(q, k)
+            if key_mask is not None:
+                allowed = allowed & key_mask[..., None, :]
+            result = scaled_dot_product_attention(q, k, v, allowed, dropout_p)
+        else:
+            result = balanced_routing_attention(q, k, v, *self.members(q, k), key_mask=key_mask,
+                                                dropout_p=dropout_p), None
+        if self.training:  # after attending: the pattern used is the one pattern() reports
+            self.update_centroids(q, k)
+        return result
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, cluster_size={self.cluster_size}"

@@ -11,6 +11,8 @@ from lectures_lib.attention import scaled_dot_product_attention
 from lectures_lib.measure import peak_tensor_memory
 from lectures_lib.variants import local_attention, local_mask, random_rotations
 from lectures_lib.variants.chunked import (
+    BalancedRoutingAttention,
+    ReformerAttention,
     balanced_members,
     balanced_routing_attention,
     blocked_local_attention,
@@ -160,3 +162,40 @@ def test_bad_inputs_name_the_argument():
         balanced_members(q, torch.randn(2, 8, dtype=torch.float64), 9)
     with pytest.raises(ValueError, match="key_mask"):
         blocked_local_attention(q, k, v, 2, key_mask=torch.ones(5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("factory", [
+    lambda: ReformerAttention(16, 2, n_buckets=4, n_hashes=2, chunk_size=5),
+    lambda: ReformerAttention(16, 2, n_buckets=6, n_hashes=1, chunk_size=4, same_bucket=False),
+    lambda: BalancedRoutingAttention(16, 2, n_clusters=3),
+    lambda: BalancedRoutingAttention(16, 2, n_clusters=4, cluster_size=3),
+])
+def test_modules_equal_dense_under_their_pattern(factory):
+    torch.manual_seed(0)
+    module = factory().double().eval()
+    x = torch.randn(3, 23, 16, dtype=torch.float64)
+    padding = torch.arange(23) < 20  # a key-padding mask (keys 20.. are padding)
+    efficient, _ = module(x, x, x, padding, need_weights=False)
+    reference, weights = module(x, x, x, padding, need_weights=True)
+    torch.testing.assert_close(efficient, reference)
+    assert bool((weights[..., 20:] == 0).all())
+    # The dense path really is dense attention of the projections under pattern() & mask.
+    q, k, v = module.project(x, x, x) if hasattr(module, "project") else (None, None, None)
+    if q is not None:
+        keys = F.normalize(q, dim=-1) if isinstance(module, ReformerAttention) else k
+        allowed = module.pattern(q, keys) & padding
+        torch.testing.assert_close(weights, scaled_dot_product_attention(q, keys, v, allowed)[1])
+
+
+def test_balanced_routing_trains_its_centroids_and_plugs_into_the_factory():
+    from functools import partial
+
+    from lectures_lib.models import EncoderTagger
+    model = EncoderTagger(10, 3, d_model=16, num_heads=2, num_layers=1, d_ff=32, max_len=12,
+                          attention=partial(BalancedRoutingAttention, n_clusters=3, decay=0.5))
+    attention = [m for m in model.modules() if isinstance(m, BalancedRoutingAttention)][0]
+    before = attention.centroids.clone()
+    model.train()
+    model(torch.randint(0, 10, (4, 12))).sum().backward()
+    assert not torch.equal(before, attention.centroids)
+    assert torch.allclose(attention.centroids.norm(dim=-1), torch.ones(2, 3))
