@@ -36,7 +36,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..attention import masked_softmax, scaled_dot_product_attention
+from ..attention import fused_attention, masked_softmax, scaled_dot_product_attention
 from ..utils import (
     check_non_negative_int,
     check_positive_int,
@@ -46,13 +46,14 @@ from ..utils import (
     inside_library,
     validated,
 )
-from .base import check_key_mask
+from .base import as_key_mask, check_key_mask
 from .clustering import LSHAttention, RoutingAttention, lsh_buckets
 
 __all__ = [
     "blocked_local_attention",
     "lsh_chunk_mask",
     "lsh_chunked_attention",
+    "drop_self",
     "hash_buckets",
     "balanced_members",
     "membership_mask",
@@ -94,14 +95,15 @@ def _check_buckets(buckets, n, name="buckets") -> None:
         raise ValueError(f"{name} must be >= 0 (bucket ids), got a minimum of {int(buckets.min())}")
 
 
-def _validate_lsh_chunked(q, k, v, buckets, chunk_size, *, same_bucket=True, key_mask=None,
-                          dropout_p=0.0):
+def _validate_lsh_chunked(q, k, v, buckets, chunk_size, *, same_bucket=True, exclude_self=False,
+                          key_mask=None, dropout_p=0.0):
     _check_self_attention(q, k, v, key_mask, dropout_p)
     _check_buckets(buckets, q.shape[-2])
     _check_lead(buckets.shape[:-2], q.shape[:-2], "buckets")
     check_positive_int(chunk_size, "chunk_size")
-    if not isinstance(same_bucket, bool):
-        raise TypeError(f"same_bucket must be a bool, got {type(same_bucket).__name__}")
+    for name, flag in (("same_bucket", same_bucket), ("exclude_self", exclude_self)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
 
 
 def _validate_lsh_chunk_mask(buckets, chunk_size, *, same_bucket=True):
@@ -261,13 +263,15 @@ def _rows(x: torch.Tensor, table: torch.Tensor, group_batch: torch.Tensor) -> to
     return flat[table + offset]  # (G, ..., d)
 
 
-def _attend_groups(queries, keys, values, allowed, meetings, dropout_p):
+def _attend_groups(queries, keys, values, allowed, meetings, dropout_p, own=None):
     """Softmax inside each group, with its log-sum-exp. ``queries`` ``(G, a, d)``, ``keys``
     ``(G, b, d)``, ``allowed`` ``(G, a, b)``, ``meetings`` ``(G, a, b)`` or None (m_ij >= 1).
     Returns ``(out (G, a, d_v), lse (G, a))`` (lse = -inf where nothing is allowed)."""
     scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])  # (G, a, b)
     if meetings is not None:
         scores = scores - torch.log(meetings.clamp(min=1))
+    if own is not None:  # a query's own key: weight 0 unless it is the only one
+        scores = scores - SELF_PENALTY * own
     scores = scores.masked_fill(~allowed, float("-inf"))
     lse = torch.logsumexp(scores, dim=-1)  # (G, a), -inf on empty rows
     weights = torch.exp(scores - torch.where(torch.isfinite(lse), lse, 0)[..., None])  # 0 if blocked
@@ -319,6 +323,18 @@ def _sorted_chunks(buckets: torch.Tensor, chunk_size: int):
     return padded.reshape(rows, n_chunks, chunk_size), rank // chunk_size, n_chunks
 
 
+SELF_PENALTY = 1e5  # Reformer's: e^{-1e5} is exactly 0 in float32 and float64
+
+
+def drop_self(allowed: torch.Tensor) -> torch.Tensor:
+    """Reformer's self rule on a dense bool mask ``(..., n, n)``: remove the diagonal cell of every
+    row that has another allowed key (a row with only itself keeps it)."""
+    n = allowed.shape[-1]
+    eye = torch.eye(n, dtype=torch.bool, device=allowed.device)
+    others = (allowed & ~eye).any(dim=-1, keepdim=True)  # (..., n, 1)
+    return allowed & ~(eye & others)
+
+
 def _chunk_neighbours(chunk_i: torch.Tensor, chunk_j: torch.Tensor, n_chunks: int) -> torch.Tensor:
     """Query chunk c sees key chunks c and c - 1 (the first sees the last)."""
     gap = (chunk_i - chunk_j) % n_chunks
@@ -348,6 +364,7 @@ def lsh_chunked_attention(
     chunk_size: int,
     *,
     same_bucket: bool = True,
+    exclude_self: bool = False,
     key_mask: torch.Tensor | None = None,
     dropout_p: float = 0.0,
 ) -> torch.Tensor:
@@ -366,11 +383,16 @@ def lsh_chunked_attention(
         chunk_size: :math:`m`; a chunk size ``>= n`` is full attention.
         same_bucket: keep only the cells whose query and key share the bucket (Reformer's
             restriction); ``False`` keeps the whole chunk pair.
+        exclude_self: Reformer's rule for shared QK (where :math:`q_i \cdot k_i` is a query's
+            largest score): a query attends to its own position only when it has no other key
+            (its score is lowered by :math:`10^5`, so its weight is 0 otherwise).
         key_mask: optional bool ``(..., n)``, True = may be attended to.
         dropout_p: dropout on each chunk's weights.
 
     Returns ``(..., n, d_v)``, equal to dense attention under
-    ``lsh_chunk_mask(buckets, chunk_size, same_bucket=same_bucket) & key_mask``.
+    ``lsh_chunk_mask(buckets, chunk_size, same_bucket=same_bucket) & key_mask`` (with
+    ``exclude_self``: minus the diagonal in every row that has another allowed key,
+    :func:`drop_self`).
     """
     lead, n, d_v = q.shape[:-2], q.shape[-2], v.shape[-1]
     if n == 0:
@@ -416,9 +438,10 @@ def lsh_chunked_attention(
                 met = met & (q_buckets[..., r, None] == k_buckets[..., None, :, r])
             meetings += met
     qs, ks, vs = (_with_spare_row(x, batch) for x in (q, k, v))  # (B, n + 1, d)
+    own = (q_index[:, :, None] == k_index[:, None, :]).to(q.dtype) if exclude_self else None
     out, lse = _attend_groups(
         _rows(qs, q_index, group_batch), _rows(ks, k_index, group_batch),
-        _rows(vs, k_index, group_batch), allowed, meetings, dropout_p,
+        _rows(vs, k_index, group_batch), allowed, meetings, dropout_p, own,
     )  # (G, m, d_v), (G, m)
     return _merge_rows(q_index, lse, out, group_batch, n).reshape(*lead, n, d_v)
 
@@ -542,6 +565,8 @@ class ReformerAttention(LSHAttention):
     Shared-QK: the keys are the normalised queries, :math:`k_j = q_j / \lVert q_j \rVert` (the key
     projection is not used), so a query and a key at the same position have *one* bucket and one
     place in the sorted order, and angular hashing compares directions of vectors of equal norm.
+    Then :math:`q_i \cdot k_i = \lVert q_i \rVert` is every query's largest score, so (Reformer's
+    rule, ``exclude_self``) a query attends to itself only when it has no other key.
     Memory is :math:`O(N \cdot \text{chunk\_size})` per round, whatever the bucket sizes.
 
     Args:
@@ -549,46 +574,56 @@ class ReformerAttention(LSHAttention):
             (Reformer grows ``n_buckets`` with :math:`N`, about :math:`2N / \text{chunk\_size}`).
         chunk_size: positions per chunk (default 32).
         same_bucket: keep only same-bucket cells inside the chunk pair (default True).
+        exclude_self: Reformer's self rule (default True).
 
-    :meth:`pattern` is :func:`lsh_chunk_mask`, the cells the chunks keep (a subset of the bucket
-    mask when a bucket spans more than two chunks). Reformer's "do not attend to yourself unless
-    alone" rule is not applied: with shared QK a query's own key has the largest score.
+    :meth:`pattern` is :func:`lsh_chunk_mask` (then :func:`drop_self`), the cells the chunks keep:
+    a subset of the bucket mask when a bucket spans more than two chunks.
     """
 
     supports_kv_cache = False
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *,
-                 chunk_size: int = 32, same_bucket: bool = True, **options) -> None:
+                 chunk_size: int = 32, same_bucket: bool = True, exclude_self: bool = True,
+                 **options) -> None:
         super().__init__(d_model, num_heads, dropout, **options)
         self.chunk_size = check_positive_int(chunk_size, "chunk_size")
-        if not isinstance(same_bucket, bool):
-            raise TypeError(f"same_bucket must be a bool, got {type(same_bucket).__name__}")
-        self.same_bucket = same_bucket
+        for name, flag in (("same_bucket", same_bucket), ("exclude_self", exclude_self)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        self.same_bucket, self.exclude_self = same_bucket, exclude_self
 
     def buckets(self, q: torch.Tensor) -> torch.Tensor:
         """One bucket per position and round, ``(batch, heads, n_hashes, n)``, from the shared
         (normalised) query-keys."""
         return hash_buckets(F.normalize(q, dim=-1), self.rotations)
 
+    def _allowed(self, q: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        allowed = lsh_chunk_mask(self.buckets(q), self.chunk_size, same_bucket=self.same_bucket)
+        if mask is not None:
+            allowed = allowed & mask.to(q.device)
+        return drop_self(allowed) if self.exclude_self else allowed
+
     def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        return lsh_chunk_mask(self.buckets(q), self.chunk_size, same_bucket=self.same_bucket)
+        return self._allowed(q, None)  # (batch, heads, n, n)
 
     def attend(self, q, k, v, mask, need_weights):
-        return super().attend(q, F.normalize(q, dim=-1), v, mask, need_weights)  # shared QK
-
-    def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
-        if need_weights:  # the dense weights were asked for (pictures): dense under the pattern
-            allowed = self.pattern(q, k)
-            if key_mask is not None:
-                allowed = allowed & key_mask[..., None, :]
-            return scaled_dot_product_attention(q, k, v, allowed, dropout_p)
-        out = lsh_chunked_attention(q, k, v, self.buckets(q), self.chunk_size,
-                                    same_bucket=self.same_bucket, key_mask=key_mask,
-                                    dropout_p=dropout_p)
-        return out, None
+        keys = F.normalize(q, dim=-1)  # shared QK
+        dropout_p = self.dropout if self.training else 0.0
+        only_keys, key_mask = as_key_mask(mask)
+        if only_keys and not need_weights:
+            out = lsh_chunked_attention(
+                q, keys, v, self.buckets(q), self.chunk_size, same_bucket=self.same_bucket,
+                exclude_self=self.exclude_self, key_mask=key_mask, dropout_p=dropout_p,
+            )
+            return out, None
+        # Weights asked for (pictures), or a mask that is already n x n: dense under the pattern.
+        allowed = self._allowed(q, mask if key_mask is None else key_mask[..., None, :])
+        return scaled_dot_product_attention(q, keys, v, allowed, dropout_p) if need_weights else (
+            fused_attention(q, keys, v, allowed, dropout_p), None)
 
     def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, chunk_size={self.chunk_size}, same_bucket={self.same_bucket}"
+        return (f"{super().extra_repr()}, chunk_size={self.chunk_size}, "
+                f"same_bucket={self.same_bucket}, exclude_self={self.exclude_self}")
 
 
 class BalancedRoutingAttention(RoutingAttention):

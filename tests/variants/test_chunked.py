@@ -16,6 +16,7 @@ from lectures_lib.variants.chunked import (
     balanced_members,
     balanced_routing_attention,
     blocked_local_attention,
+    drop_self,
     hash_buckets,
     lsh_chunk_mask,
     lsh_chunked_attention,
@@ -57,14 +58,19 @@ def test_blocked_local_gradients_equal_dense():
 @pytest.mark.parametrize("n, chunk, rounds, buckets", [(40, 8, 2, 4), (37, 5, 3, 6), (16, 16, 1, 2),
                                                        (9, 4, 1, 4), (50, 7, 2, 8), (12, 6, 2, 2)])
 @pytest.mark.parametrize("same_bucket", [True, False])
-def test_lsh_chunked_equals_dense_under_its_own_mask(n, chunk, rounds, buckets, same_bucket):
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_lsh_chunked_equals_dense_under_its_own_mask(n, chunk, rounds, buckets, same_bucket,
+                                                     exclude_self):
     q, k, v = qkv(n)
     bucket_ids = hash_buckets(k, random_rotations(8, buckets, rounds, heads=3, seed=1), block=7)
     key_mask = torch.rand(2, 1, n, generator=torch.Generator().manual_seed(1)) > 0.2
     out = lsh_chunked_attention(q, k, v, bucket_ids, chunk, same_bucket=same_bucket,
-                                key_mask=key_mask)
-    mask = lsh_chunk_mask(bucket_ids, chunk, same_bucket=same_bucket)
-    torch.testing.assert_close(out, dense(q, k, v, mask & key_mask[..., None, :]))
+                                exclude_self=exclude_self, key_mask=key_mask)
+    mask = lsh_chunk_mask(bucket_ids, chunk, same_bucket=same_bucket) & key_mask[..., None, :]
+    if exclude_self:
+        mask = drop_self(mask)
+        assert not bool((mask.diagonal(dim1=-2, dim2=-1) & (mask.sum(-1) > 1)).any())
+    torch.testing.assert_close(out, dense(q, k, v, mask))
 
 
 def test_lsh_chunk_mask_is_the_chunk_pattern():
@@ -78,6 +84,15 @@ def test_lsh_chunk_mask_is_the_chunk_pattern():
     assert torch.equal(same, kept & (buckets[0, :, None] == buckets[0, None, :]))
     # The chunks drop cells of a bucket split over chunks 0 and 2 ... and one chunk keeps them all.
     assert torch.equal(lsh_chunk_mask(buckets, 8), buckets[0, :, None] == buckets[0, None, :])
+
+
+def test_lsh_chunked_self_rule_a_lonely_query_reads_itself_the_others_never_do():
+    q, k, v = qkv(6, lead=(1,))
+    lonely = torch.tensor([[0, 0, 0, 1, 2, 2]])  # position 3 is alone in bucket 1
+    out = lsh_chunked_attention(q, k, v, lonely, 6, exclude_self=True)
+    torch.testing.assert_close(out[0, 3], v[0, 3])
+    crowd = dense(q[:, :3], k[:, :3], v[:, :3], ~torch.eye(3, dtype=torch.bool))
+    torch.testing.assert_close(out[:, :3], crowd)
 
 
 def test_lsh_chunked_one_chunk_without_buckets_is_full_attention():
