@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from lectures_lib import seed_everything  # noqa: E402
 from lectures_lib.decoding import greedy_decode  # noqa: E402
-from lectures_lib.transformer import Transformer  # noqa: E402
+from lectures_lib.models import Transformer  # noqa: E402
 
 PAD, BOS, EOS = 0, 1, 2
 

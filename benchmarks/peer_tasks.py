@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from lectures_lib import seed_everything  # noqa: E402
 from lectures_lib.data.sequences import sequence_task_splits  # noqa: E402
 from lectures_lib.decoding import exact_match, greedy_decode  # noqa: E402
+from lectures_lib.models import EncoderTagger, Transformer  # noqa: E402
 from lectures_lib.training import evaluate, fit  # noqa: E402
-from lectures_lib.transformer import EncoderTagger, Transformer  # noqa: E402
 from lectures_lib.utils import eval_mode  # noqa: E402
 
 PAD, BOS, EOS = 0, 1, 2

@@ -36,7 +36,7 @@ from lectures_lib.training import cross_entropy  # noqa: E402
 try:  # the module layout after the seam redesign; before it, everything was in `transformer`
     from lectures_lib.models import Transformer  # noqa: E402
 except ImportError:  # pragma: no cover - the "before" checkout
-    from lectures_lib.transformer import Transformer  # noqa: E402
+    from lectures_lib.models import Transformer  # noqa: E402
 
 VOCAB, PAD_ID = 20, 0
 

@@ -41,8 +41,8 @@ from lectures_lib.data.translation import (  # noqa: E402
     make_translation_data,
 )
 from lectures_lib.decoding import exact_match, greedy_decode  # noqa: E402
+from lectures_lib.models import EncoderTagger, Transformer  # noqa: E402
 from lectures_lib.training import evaluate, fit  # noqa: E402
-from lectures_lib.transformer import EncoderTagger, Transformer  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_tasks import TARGETS, copy_run, reversal_run, teacher_forcing  # noqa: E402

@@ -3,15 +3,22 @@
 Each module holds what one idea needs, and each public name says in its docstring which notebook
 derives it:
 
-- :mod:`lectures_lib.utils`: seeding, device selection, input checks;
-- :mod:`lectures_lib.attention`: scaled dot-product attention, masks, self- and multi-head attention;
-- :mod:`lectures_lib.positional`: positional encodings;
-- :mod:`lectures_lib.transformer`: encoder and decoder layers, the seq2seq Transformer;
-- :mod:`lectures_lib.decoding`: greedy and beam search;
-- :mod:`lectures_lib.variants`: local, stride and global masks; local and linear attention;
+- :mod:`lectures_lib.utils`: seeding, device selection, the door-check helpers (the taught
+  modules' validators live apart, in the private ``_validate``);
+- :mod:`lectures_lib.masks`: the mask convention, causal and key-padding masks;
+- :mod:`lectures_lib.attention`: scaled dot-product attention in steps, self- and multi-head
+  attention (the seam ``project`` -> ``attend``);
+- :mod:`lectures_lib.cache`: the key/value cache of incremental decoding;
+- :mod:`lectures_lib.positional`: positional encodings, ``RotaryAttention``;
+- :mod:`lectures_lib.layers`: layer norm, residual connection, feed-forward, encoder and decoder
+  layers;
+- :mod:`lectures_lib.models`: the stacks, embeddings, ``EncoderTagger``, ``Transformer``;
+- :mod:`lectures_lib.decoding`: greedy and beam search, sampling, scores;
+- :mod:`lectures_lib.variants`: the attention variants of sections 06 and 07;
 - :mod:`lectures_lib.data`: the synthetic toy tasks;
 - :mod:`lectures_lib.training`: the training loop and its history;
-- :mod:`lectures_lib.plotting`: attention maps, masks, curves;
+- :mod:`lectures_lib.plotting`, :mod:`lectures_lib.diagrams`, :mod:`lectures_lib.measure`:
+  attention maps and curves, pictures of the architecture, memory and time;
 - :mod:`lectures_lib.checks`: the exercise checkers;
 - :mod:`lectures_lib.exercises`: ``python -m lectures_lib.exercises release notebooks/ OUT_DIR``.
 """

@@ -9,23 +9,27 @@ Derived in ``01_self_attention.ipynb`` (the steps :func:`attention_scores` ->
 **The seam.** :class:`MultiHeadAttention` computes attention in named steps, and a variant of
 attention (section 06) changes exactly one of them by overriding it::
 
-    forward(query, key, value, mask=None, need_weights=True)
-        = check the inputs once (at the public boundary)
-        -> project(query, key, value)        -> q, k, v   (batch, heads, n, d_head) each
-        -> attend(q, k, v, mask, need_weights) -> heads_out (batch, heads, n_q, d_head), weights
+    forward(query, key, value, mask=None, need_weights=True, *, key_padding_mask=None,
+            positions=None)
+        = check the inputs once (at the public boundary: check_inputs, rules in _validate.py)
+        -> project(query, key, value, positions) -> q, k, v   (batch, heads, n, d_head) each
+        -> attend(q, k, v, mask, need_weights)   -> heads_out (batch, heads, n_q, d_head), weights
         -> merge_heads -> out_proj
 
-Override ``project`` to change how queries and keys are formed (rotary positions, Linformer's
-projected keys); override ``attend`` to change which cells are scored or how they are normalised
-(local, clustered, linear, ...). Layers and models take the attention as a *factory*
-``factory(d_model, num_heads, dropout) -> module`` (a class or a ``functools.partial``).
+Override ``project`` to change how queries and keys are formed (rotary positions:
+:class:`~lectures_lib.positional.RotaryAttention`, which reads ``positions``); override ``attend``
+to change which cells are scored or how they are normalised (local, clustered, linear, and
+Linformer, whose projected keys and values are made inside ``attend``). Layers and models take
+the attention as a *factory* ``factory(d_model, num_heads, dropout) -> module`` (a class or a
+``functools.partial``).
 
 **Incremental decoding.** :meth:`MultiHeadAttention.forward_cached` runs the same steps for the
 *new* positions only and keeps the keys and values of the earlier ones in a :class:`KeyValueCache`
-(section 05's key/value cache): ``project`` the new tokens -> append their keys and values to the
-cache -> ``attend`` from the new queries to every cached key. A variant that overrides a step
-must say (``supports_kv_cache = True`` in its class) that this is still right for it; otherwise
-the cache refuses it with a clear error (:func:`kv_cache_problem`).
+(section 05's key/value cache, :mod:`lectures_lib.cache`): ``project`` the new tokens (at their
+positions) -> append their keys and values to the cache -> ``attend`` from the new queries to
+every cached key. A variant that overrides a step must say (``supports_kv_cache = True`` in its
+class) that this is still right for it; otherwise the cache refuses it with a clear error
+(:func:`kv_cache_problem`).
 
 Conventions: batch-first shapes ``(batch, seq, d_model)``, per head ``(batch, heads, seq,
 d_head)``; boolean masks with **True = may attend** (see :mod:`lectures_lib.masks`).
@@ -39,16 +43,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .masks import causal_mask, check_mask, key_padding_mask
-from .utils import (
-    at_boundary,
-    check_bool,
-    check_positive_int,
-    check_probability,
-    check_qkv,
-    check_tensor,
-    inside_library,
-)
+from . import _validate
+from .cache import KeyValueCache, declare, kv_cache_problem
+from .masks import causal_mask, check_mask, key_padding_mask, with_key_padding
+from .utils import validated
 
 __all__ = [
     "attention_scores",
@@ -73,6 +71,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.attention_scores)
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     r"""Step 1, the relevance :math:`\alpha_{i,j} = q^i \cdot k^j / \sqrt{d_k}` of every key to
     every query: :math:`\alpha = Q K^\top / \sqrt{d_k}`.
@@ -81,12 +80,11 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     Scaling the queries before the product is the same as scaling the scores, but costs
     ``n_q * d_k`` multiplications instead of ``n_q * n_k``. Derived in ``01_self_attention.ipynb``.
     """
-    if at_boundary():
-        check_qkv(q, k, k)
     d_k = q.shape[-1]
     return (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., n_q, n_k)
 
 
+@validated(_validate.masked_softmax)
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     r"""Step 2, normalise each query's scores over the keys it may attend to:
     :math:`\alpha'_{i,j} = \exp(\alpha_{i,j}) / \sum_{j' \text{ allowed}} \exp(\alpha_{i,j'})`.
@@ -100,14 +98,6 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     stays NaN in the weights of its row (see ``scaled_dot_product_attention`` for the NaN
     rule). Derived in ``01_self_attention.ipynb``.
     """
-    if at_boundary():
-        check_tensor(scores, "scores", dtype="floating")
-        if scores.dim() < 2:
-            raise ValueError(
-                f"scores must have shape (..., n_queries, n_keys), got {tuple(scores.shape)}"
-            )
-        if mask is not None:
-            check_mask(mask, scores.shape)
     if mask is None:
         return torch.softmax(scores, dim=-1)  # (..., n_q, n_k)
     mask = mask.to(scores.device)
@@ -118,6 +108,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     return weights.masked_fill(~mask, 0.0)  # (..., n_q, n_k)
 
 
+@validated(_validate.scaled_dot_product_attention)
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -163,22 +154,17 @@ def scaled_dot_product_attention(
 
     Derived in ``01_self_attention.ipynb``.
     """
-    if at_boundary():
-        check_qkv(q, k, v)
-        dropout_p = check_probability(dropout_p, "dropout_p")
-        if mask is not None:
-            check_mask(mask, (*q.shape[:-1], k.shape[-2]))
     # float16 scores overflow past 65504 (bfloat16 loses digits): score in at least float32.
     compute_dtype = torch.promote_types(q.dtype, torch.float32)
-    with inside_library():
-        scores = attention_scores(q.to(compute_dtype), k.to(compute_dtype))  # (..., n_q, n_k)
-        weights = masked_softmax(scores, mask).to(v.dtype)  # (..., n_q, n_k), rows sum to 1 or 0
+    scores = attention_scores(q.to(compute_dtype), k.to(compute_dtype))  # (..., n_q, n_k)
+    weights = masked_softmax(scores, mask).to(v.dtype)  # (..., n_q, n_k), rows sum to 1 or 0
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     out = weights @ v  # (..., n_q, d_v)
     return out, weights
 
 
+@validated(_validate.fused_attention)
 def fused_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -200,15 +186,10 @@ def fused_attention(
     kernel; section 06's Performer is "fast attention via orthogonal random features", a
     different thing.)
     """
-    if at_boundary():
-        check_qkv(q, k, v)
-        dropout_p = check_probability(dropout_p, "dropout_p")
-        if mask is not None:
-            check_mask(mask, (*q.shape[:-1], k.shape[-2]))
     empty = q.shape[-2] == 0 or k.shape[-2] == 0  # no query, or no key: kernels may give NaN
     if empty or not all(bool(torch.isfinite(t).all()) for t in (q, k, v)):
-        with inside_library():  # one rule for both paths (NaN, no key): the explicit one
-            return scaled_dot_product_attention(q, k, v, mask, dropout_p)[0]
+        # one rule for both paths (NaN, no key): the explicit one
+        return scaled_dot_product_attention(q, k, v, mask, dropout_p)[0]
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
     mask = mask.to(q.device)
@@ -246,32 +227,24 @@ class SelfAttention(nn.Module):
     def __init__(
         self, d_model: int, d_k: int | None = None, d_v: int | None = None, bias: bool = False
     ) -> None:
+        _validate.self_attention_init(d_model, d_k, d_v, bias)
         super().__init__()
-        self.d_model = check_positive_int(d_model, "d_model")
-        self.d_k = check_positive_int(d_k if d_k is not None else d_model, "d_k")
-        self.d_v = check_positive_int(d_v if d_v is not None else d_model, "d_v")
-        bias = check_bool(bias, "bias")
+        self.d_model = d_model
+        self.d_k = d_k if d_k is not None else d_model
+        self.d_v = d_v if d_v is not None else d_model
         self.w_q = nn.Linear(self.d_model, self.d_k, bias=bias)
         self.w_k = nn.Linear(self.d_model, self.d_k, bias=bias)
         self.w_v = nn.Linear(self.d_model, self.d_v, bias=bias)
 
+    @validated(_validate.self_attention_forward)
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``x``: ``(batch, seq, d_model)`` -> ``(out (batch, seq, d_v), weights (batch, seq, seq))``."""
-        if at_boundary():
-            check_tensor(x, "x", ndim=3, dtype="floating")
-            if x.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"x must have shape (batch, seq, {self.d_model}), got {tuple(x.shape)}"
-                )
-            if mask is not None:
-                check_mask(mask, (x.shape[0], x.shape[1], x.shape[1]))
         queries = self.w_q(x)  # (batch, seq, d_k)
         keys = self.w_k(x)  # (batch, seq, d_k)
         values = self.w_v(x)  # (batch, seq, d_v)
-        with inside_library():
-            return scaled_dot_product_attention(queries, keys, values, mask)
+        return scaled_dot_product_attention(queries, keys, values, mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,6 +252,7 @@ class SelfAttention(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.split_heads)
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(batch, seq, d_model)`` -> ``(batch, num_heads, seq, d_head)`` with d_head = d_model / num_heads.
 
@@ -286,33 +260,25 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     Reshaping straight to ``(batch, num_heads, seq, d_head)`` without the transpose would mix
     positions into heads: the classic bug. Derived in ``02_multi_head_attention.ipynb``.
     """
-    if at_boundary():
-        check_tensor(x, "x", ndim=3)
-        num_heads = check_positive_int(num_heads, "num_heads")
-        if x.shape[-1] % num_heads != 0:
-            raise ValueError(
-                f"d_model={x.shape[-1]} (last dimension of x, shape {tuple(x.shape)}) is not "
-                f"divisible by num_heads={num_heads}"
-            )
     batch, seq, d_model = x.shape
     d_head = d_model // num_heads
     x = x.reshape(batch, seq, num_heads, d_head)  # (batch, seq, heads, d_head): cut the features
     return x.transpose(1, 2)  # (batch, heads, seq, d_head): heads become a batch dimension
 
 
+@validated(_validate.merge_heads)
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """Inverse of :func:`split_heads`: ``(batch, heads, seq, d_head)`` -> ``(batch, seq, heads * d_head)``.
 
     This is the concatenation ``[b^{i,1}; b^{i,2}; ...]`` of the lecture (拼接), for every
     position i. Derived in ``02_multi_head_attention.ipynb``.
     """
-    if at_boundary():
-        check_tensor(x, "x", ndim=4)
     batch, num_heads, seq, d_head = x.shape
     x = x.transpose(1, 2)  # (batch, seq, heads, d_head)
     return x.reshape(batch, seq, num_heads * d_head)  # (batch, seq, d_model)
 
 
+@validated(_validate.multi_head_attention)
 def multi_head_attention(
     x: torch.Tensor,
     w_q: torch.Tensor,
@@ -344,18 +310,10 @@ def multi_head_attention(
         seq)``. Equal to :class:`MultiHeadAttention` with ``bias=False`` and
         ``q_proj.weight = w_q.T`` (etc.). The exercise of ``02_multi_head_attention.ipynb``.
     """
-    check_tensor(x, "x", ndim=3, dtype="floating")
-    d_model = x.shape[-1]
-    for name, weight in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
-        check_tensor(weight, name, shape=(d_model, d_model), dtype=x.dtype)
-    split_heads(x, num_heads)  # checks num_heads against d_model (a view: nothing is copied)
-    if mask is not None:
-        check_mask(mask, (x.shape[0], num_heads, x.shape[1], x.shape[1]))
     queries = split_heads(x @ w_q, num_heads)  # (batch, heads, seq, d_head)
     keys = split_heads(x @ w_k, num_heads)  # (batch, heads, seq, d_head)
     values = split_heads(x @ w_v, num_heads)  # (batch, heads, seq, d_head)
-    with inside_library():
-        heads, weights = scaled_dot_product_attention(queries, keys, values, mask)
+    heads, weights = scaled_dot_product_attention(queries, keys, values, mask)
     # heads: (batch, heads, seq, d_head); weights: (batch, heads, seq, seq)
     out = merge_heads(heads) @ w_o  # (batch, seq, d_model)
     return out, weights
@@ -397,8 +355,12 @@ class MultiHeadAttention(nn.Module):
     #: ``forward_cached`` (project the new positions, append to the cache, attend) gives the same
     #: result as ``forward`` on the whole prefix. A subclass that overrides ``project``,
     #: ``attend``, ``forward`` or ``forward_cached`` must set it again in its own class body to
-    #: claim the same (see :func:`kv_cache_problem`).
+    #: claim the same (:mod:`lectures_lib.cache`); otherwise it is set to False for it.
     supports_kv_cache = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        declare(cls)  # overrides a step without supports_kv_cache = True: no cache for it
 
     def __init__(
         self,
@@ -409,68 +371,34 @@ class MultiHeadAttention(nn.Module):
         kdim: int | None = None,
         vdim: int | None = None,
     ) -> None:
+        _validate.multi_head_init(d_model, num_heads, dropout, bias, kdim, vdim)
         super().__init__()
-        self.d_model = check_positive_int(d_model, "d_model")
-        self.num_heads = check_positive_int(num_heads, "num_heads")
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by num_heads={num_heads}: every head gets "
-                "d_head = d_model / num_heads features"
-            )
+        self.d_model, self.num_heads = d_model, num_heads
         self.d_head = d_model // num_heads
-        self.kdim = check_positive_int(kdim if kdim is not None else d_model, "kdim")
-        self.vdim = check_positive_int(vdim if vdim is not None else d_model, "vdim")
-        self.dropout = check_probability(dropout, "dropout")
-        bias = check_bool(bias, "bias")
+        self.kdim = kdim if kdim is not None else d_model
+        self.vdim = vdim if vdim is not None else d_model
+        self.dropout = float(dropout)
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W^Q, all heads side by side
         self.k_proj = nn.Linear(self.kdim, d_model, bias=bias)  # W^K
         self.v_proj = nn.Linear(self.vdim, d_model, bias=bias)  # W^V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    # -- the door --------------------------------------------------------------------------
+    # -- the door: overridable hooks, their rules in lectures_lib/_validate.py --------------
 
-    def check_inputs(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        mask: torch.Tensor | None,
-        need_weights: bool,
-    ) -> None:
-        """Validate ``forward``'s arguments (called once, at the public boundary).
+    def check_inputs(self, query, key, value, mask, need_weights) -> None:
+        """Validate ``forward``'s arguments (called once, at the public boundary; ``mask`` is
+        already combined with ``key_padding_mask``). A variant with extra requirements (e.g.
+        self-attention only, a fixed ``seq_len``) extends this method and calls
+        ``super().check_inputs(...)`` first."""
+        _validate.multi_head_inputs(self, query, key, value, mask, need_weights)
 
-        A variant with extra requirements (e.g. self-attention only, a fixed ``seq_len``)
-        extends this method and calls ``super().check_inputs(...)`` first.
-        """
-        for name, t, size in (
-            ("query", query, self.d_model),
-            ("key", key, self.kdim),
-            ("value", value, self.vdim),
-        ):
-            check_tensor(t, name, ndim=3, dtype="floating")
-            if t.shape[-1] != size:
-                raise ValueError(
-                    f"{name} must have shape (batch, seq, {size}), got {tuple(t.shape)}"
-                )
-        if not (query.shape[0] == key.shape[0] == value.shape[0]):
-            raise ValueError(
-                "query, key and value must have the same batch size, got "
-                f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
-            )
-        if key.shape[1] != value.shape[1]:
-            raise ValueError(
-                "key and value must have the same length, got "
-                f"{tuple(key.shape)} and {tuple(value.shape)}"
-            )
-        if not (query.dtype == key.dtype == value.dtype):
-            raise TypeError(
-                f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, "
-                f"{value.dtype}"
-            )
-        if mask is not None:
-            check_mask(mask, (query.shape[0], self.num_heads, query.shape[1], key.shape[1]))
-        check_bool(need_weights, "need_weights")
+    def check_cached_inputs(self, query, key, value, cache, mask, static) -> None:
+        """Validate ``forward_cached``'s arguments (the same rules, plus the cache)."""
+        _validate.cached_inputs(self, query, key, value, cache, mask, static)
 
+    # -- forward: check once -> project -> attend -> merge heads -> out_proj ----------------
+
+    @validated(_validate.multi_head_forward)
     def forward(
         self,
         query: torch.Tensor,
@@ -478,6 +406,9 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor,
         mask: torch.Tensor | None = None,
         need_weights: bool = True,
+        *,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -492,20 +423,27 @@ class MultiHeadAttention(nn.Module):
                 (``mask[:, None]`` per example, ``mask[None]`` per head).
             need_weights: return the per-head weights (explicit path). ``False`` takes the fused
                 path (same output, up to rounding) and returns ``None`` as weights.
+            key_padding_mask: optional bool ``(batch, n_k)``, **True = a real token** (may be
+                attended to), as PyTorch's separate argument, so a padding mask is never read as
+                an ``(n_q, n_k)`` mask. PyTorch's ``key_padding_mask`` means the opposite (True =
+                padding): pass ``~theirs``. Combined with ``mask`` by AND.
+            positions: optional position of each token, ``(seq,)`` or ``(batch, seq)``, handed
+                to :meth:`project` (self-attention); used by position-aware projections such as
+                :class:`~lectures_lib.positional.RotaryAttention` (plain attention is
+                position-blind and ignores them).
 
         Returns:
             ``out`` ``(batch, n_q, d_model)`` and ``weights`` ``(batch, num_heads, n_q, n_k)``
             (after dropout, as in PyTorch), or ``None``.
         """
-        if at_boundary():
-            self.check_inputs(query, key, value, mask, need_weights)
-        with inside_library():
-            queries, keys, values = self.project(query, key, value)  # (batch, heads, n, d_head)
-            heads, weights = self.attend(queries, keys, values, mask, need_weights)
-            # heads: (batch, heads, n_q, d_head)
-            out = self.out_proj(merge_heads(heads))  # (batch, n_q, d_model)
+        mask = with_key_padding(mask, key_padding_mask)  # AND (batch, 1, 1, n_k)
+        queries, keys, values = self.project(query, key, value, positions)  # (b, h, n, d_head)
+        heads, weights = self.attend(queries, keys, values, mask, need_weights)
+        # heads: (batch, heads, n_q, d_head)
+        out = self.out_proj(merge_heads(heads))  # (batch, n_q, d_model)
         return out, weights
 
+    @validated(_validate.multi_head_forward_cached)
     def forward_cached(
         self,
         query: torch.Tensor,
@@ -519,38 +457,42 @@ class MultiHeadAttention(nn.Module):
         r"""Attention for the *new* positions of autoregressive decoding, with a key/value cache.
 
         Self-attention (``static=False``): ``query``, ``key``, ``value`` are the new positions
-        ``(batch, n_new, d_model)``; their keys and values are appended to ``cache``, and the new
-        queries attend to every cached position, so step :math:`t` costs :math:`O(t)` instead of
-        recomputing the whole prefix (:math:`O(t^2)`). Cross-attention (``static=True``): the
-        keys and values of ``key``/``value`` (the encoder's memory) are projected on the first
-        call only; later calls reuse them from the cache.
+        ``(batch, n_new, d_model)``, at positions ``len(cache) ... len(cache) + n_new - 1``
+        (handed to :meth:`project`); their keys and values are appended to ``cache``, and the
+        new queries attend to every cached position, so step :math:`t` costs :math:`O(t)`
+        instead of recomputing the whole prefix (:math:`O(t^2)`). Cross-attention
+        (``static=True``): the keys and values of ``key``/``value`` (the encoder's memory) are
+        projected on the first call only; later calls reuse them from the cache.
 
         ``mask``: bool, True = may attend, broadcasting to ``(batch, heads, n_new, len(cache))``
         *after* the new keys are appended. Returns ``out`` ``(batch, n_new, d_model)`` (fused
         path, no weights). Equal to the last ``n_new`` rows of :meth:`forward` on the whole
         prefix under a causal mask. Derived in ``05_transformer_decoder.ipynb``.
         """
-        problem = kv_cache_problem(self)
-        if problem:
-            raise TypeError(problem)
-        if not isinstance(cache, KeyValueCache):
-            raise TypeError(f"cache must be a KeyValueCache, got {type(cache).__name__}")
-        with inside_library():
-            if static and len(cache):  # the memory was projected on the first step
-                queries, _, _ = self.project(query, key[:, :0], value[:, :0])  # (b, h, n_new, d)
-            else:
-                queries, keys, values = self.project(query, key, value)  # (b, h, n, d_head)
-                cache.append(keys, values)  # cache: (batch, heads, t, d_head)
-            heads, _ = self.attend(queries, cache.keys, cache.values, mask, False)
-            return self.out_proj(merge_heads(heads))  # (batch, n_new, d_model)
+        start = len(cache)
+        positions = None if static else torch.arange(start, start + query.shape[1],
+                                                     device=query.device)  # (n_new,)
+        if static and start:  # the memory was projected on the first step
+            queries, _, _ = self.project(query, key[:, :0], value[:, :0])  # (b, h, n_new, d)
+        else:
+            queries, keys, values = self.project(query, key, value, positions)  # (b, h, n, d)
+            cache.append(keys, values)  # cache: (batch, heads, t, d_head)
+        heads, _ = self.attend(queries, cache.keys, cache.values, mask, False)
+        return self.out_proj(merge_heads(heads))  # (batch, n_new, d_model)
 
     # -- the two steps a variant may override ----------------------------------------------
 
     def project(
-        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         r"""Step 1: queries, keys and values per head, :math:`Q W^Q`, :math:`K W^K`, :math:`V W^V`
-        cut into heads: each ``(batch, num_heads, n, d_head)``."""
+        cut into heads: each ``(batch, num_heads, n, d_head)``. ``positions`` (where each token
+        sits, from ``forward(positions=)`` or the cache) is for position-aware projections:
+        these projections do not depend on where a token is."""
         queries = split_heads(self.q_proj(query), self.num_heads)  # (batch, heads, n_q, d_head)
         keys = split_heads(self.k_proj(key), self.num_heads)  # (batch, heads, n_k, d_head)
         values = split_heads(self.v_proj(value), self.num_heads)  # (batch, heads, n_k, d_head)
@@ -589,13 +531,8 @@ class MultiHeadAttention(nn.Module):
         ``~torch_mask`` here. Our module is always batch-first, whatever ``module.batch_first``
         says. ``add_bias_kv`` and ``add_zero_attn`` are not supported and raise.
         """
-        if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError(f"expected nn.MultiheadAttention, got {type(module).__name__}")
-        if module.bias_k is not None or module.add_zero_attn:
-            raise ValueError("add_bias_kv / add_zero_attn are not supported by MultiHeadAttention")
+        _validate.torch_attention(module)
         has_bias = module.in_proj_bias is not None
-        if has_bias != (module.out_proj.bias is not None):
-            raise ValueError("in-projection and out-projection must both have biases or neither")
         ours = cls(
             module.embed_dim,
             module.num_heads,
@@ -623,77 +560,3 @@ class MultiHeadAttention(nn.Module):
                 ours.out_proj.bias.copy_(module.out_proj.bias)
         ours.train(module.training)
         return ours
-
-
-# ---------------------------------------------------------------------------------------------
-# The key/value cache of incremental decoding
-# ---------------------------------------------------------------------------------------------
-
-
-class KeyValueCache:
-    """The keys and values ``(batch, heads, t, d_head)`` one attention module has computed for the
-    positions it has already seen, so that decoding step ``t`` projects only the new token.
-
-    ``len(cache)`` is the number of cached positions; :meth:`reorder` selects rows of the batch
-    (beam search keeps the caches of the hypotheses it extends). Derived in
-    ``05_transformer_decoder.ipynb``.
-    """
-
-    def __init__(self) -> None:
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
-
-    def __len__(self) -> int:
-        return 0 if self.keys is None else self.keys.shape[-2]
-
-    def append(self, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """Add the new positions' ``keys``, ``values`` ``(batch, heads, n_new, d_head)``."""
-        if self.keys is None:
-            self.keys, self.values = keys, values
-        else:
-            self.keys = torch.cat([self.keys, keys], dim=-2)  # (batch, heads, t + n_new, d_head)
-            self.values = torch.cat([self.values, values], dim=-2)
-
-    def reorder(self, rows: torch.Tensor) -> None:
-        """Keep batch rows ``rows`` (a 1-D index tensor; a row may be repeated)."""
-        if self.keys is not None:
-            self.keys = self.keys.index_select(0, rows)
-            self.values = self.values.index_select(0, rows)
-
-
-_CACHE_STEPS = ("project", "attend", "forward", "forward_cached")
-
-
-def kv_cache_problem(module: object) -> str | None:
-    """Why ``module`` cannot be run with a key/value cache, or None when it can.
-
-    The cached path (:meth:`MultiHeadAttention.forward_cached`) is right only when ``project``
-    treats every position on its own and ``attend`` gives the last query the same output for a
-    cut-off prefix: true for ``MultiHeadAttention``, not in general for a variant (rotary
-    positions, Linformer's projected keys, local windows). So a class that overrides one of
-    ``project``, ``attend``, ``forward``, ``forward_cached`` must set ``supports_kv_cache = True``
-    in its *own* class body (and test it) before the cache accepts it; that declaration vouches
-    for the steps it inherits too, not for those a subclass overrides after it.
-    """
-    if not isinstance(module, MultiHeadAttention):
-        return (
-            f"{type(module).__name__} is not a MultiHeadAttention: it has no key/value cache. "
-            "Decode with use_cache=False (recompute the prefix at every step)"
-        )
-    classes = type(module).__mro__
-    # the most derived class that says (in its own body) whether the cache is exact for it
-    declared_at = next(i for i, c in enumerate(classes) if "supports_kv_cache" in vars(c))
-    if not vars(classes[declared_at])["supports_kv_cache"]:
-        return (
-            f"{classes[declared_at].__name__} sets supports_kv_cache = False: decode with "
-            "use_cache=False (recompute the prefix at every step)"
-        )
-    for step in _CACHE_STEPS:
-        owner = next(i for i, c in enumerate(classes) if step in vars(c))
-        if owner < declared_at:  # overridden after the last class that vouched for the cache
-            return (
-                f"{classes[owner].__name__} overrides `{step}` and does not declare that a "
-                "key/value cache stays exact for it (supports_kv_cache = True in its class "
-                "body): decode with use_cache=False (recompute the prefix at every step)"
-            )
-    return None

@@ -5,12 +5,15 @@ Derived in ``05_transformer_decoder.ipynb``.
 An autoregressive (自回归) decoder produces its output one token at a time: it starts from
 BEGIN (``<bos>``), reads everything it has produced so far, and predicts a distribution over
 the next token, until it emits END (``<eos>``) or reaches a length limit. The functions here need
-only the two methods of :class:`lectures_lib.transformer.Transformer` that split a forward pass
+only the two methods of :class:`lectures_lib.models.Transformer` that split a forward pass
 into its halves:
 
 * ``model.encode(src) -> memory`` ``(batch, n_src, d_model)``, run **once** per source;
-* ``model.decode(tgt, memory, src=src) -> logits`` ``(batch, n_tgt, vocab)``, run once per step
-  on the prefix produced so far (only the last position's logits are used).
+* ``model.decode(tgt, memory, src_mask) -> logits`` ``(batch, n_tgt, vocab)``, run once per step
+  on the prefix produced so far (only the last position's logits are used), with the source
+  padding mask ``src_mask = make_src_mask(src, model.pad_id)`` built **once**, next to
+  ``encode`` (as the Annotated Transformer does). A duck-typed model (only ``encode`` and
+  ``decode(tgt, memory, src=None)``) is called with ``src=src`` instead.
 
 Every sequence of a batch is decoded at the same time; a sequence that has emitted END is
 *finished*: from then on it receives ``<pad>`` tokens, which change neither its score nor the
@@ -18,9 +21,13 @@ other sequences. Returned sequences start *after* BEGIN, contain END when the mo
 and are padded with ``pad_id`` after it: the same layout as ``tgt_out`` in
 :mod:`lectures_lib.data.translation`.
 
-The decoders never emit ``pad_id`` or ``bos_id``: their logits are set to :math:`-\infty`
-before the softmax, so every step chooses among the tokens a sequence may contain, and scores are
-log-probabilities under that distribution (:func:`sequence_log_prob` uses the same).
+The decoders never emit ``pad_id``, and by default never ``bos_id``: their logits are set to
+:math:`-\infty` before the softmax, so every step chooses among the tokens a sequence may
+contain, and scores are log-probabilities under that distribution (:func:`sequence_log_prob`
+uses the same). **When BEGIN is also a data token** (the Annotated Transformer's copy task uses
+token 1 both to start decoding and inside the sequences), pass ``suppress_bos=False``: BEGIN may
+then be emitted like any other token. With the default, such a task is capped (every output that
+should contain BEGIN is wrong): ``suppress_bos`` is the learner's choice, not a hidden rule.
 
 **Two ways to run the decoder** (``use_cache``). The form ``05`` teaches first recomputes the
 decoder over the whole prefix at every step (``use_cache=False``: O(n²) decoder work for n output
@@ -38,12 +45,13 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from .utils import check_bool, check_non_negative_int, check_positive_int, check_tensor, eval_mode
+from . import _validate
+from .utils import eval_mode, validated
 
 __all__ = [
     "greedy_decode",
@@ -55,78 +63,41 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------
-# Input checks
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_model(model: object) -> None:
-    for method in ("encode", "decode"):
-        if not callable(getattr(model, method, None)):
-            raise TypeError(
-                f"model must have an `{method}` method (like "
-                f"lectures_lib.transformer.Transformer), got {type(model).__name__}"
-            )
-
-
-def _check_ids(bos_id: int, eos_id: int, pad_id: int) -> None:
-    for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("pad_id", pad_id)):
-        check_non_negative_int(value, name)
-    if len({bos_id, eos_id, pad_id}) != 3:
-        raise ValueError(
-            f"bos_id, eos_id and pad_id must be three different tokens, got {bos_id}, {eos_id}, "
-            f"{pad_id}"
-        )
-
-
-def _check_src(src: object) -> torch.Tensor:
-    check_tensor(src, "src", ndim=2, dtype="integer")
-    if src.shape[0] == 0 or src.shape[1] == 0:
-        raise ValueError(
-            f"src must hold at least one token per sequence, got shape {tuple(src.shape)}"
-        )
-    return src
-
-
-def _check_logits(logits: object, tokens: torch.Tensor, ids: tuple[int, ...], method: str) -> None:
-    shape_ok = isinstance(logits, torch.Tensor) and logits.dim() == 3
-    if not shape_ok or logits.shape[:2] != tokens.shape:
-        got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise ValueError(
-            f"model.{method} must return logits of shape (batch, n_tgt, vocab) = "
-            f"({tokens.shape[0]}, {tokens.shape[1]}, vocab), got {got}"
-        )
-    if max(ids) >= logits.shape[-1]:
-        raise ValueError(
-            f"bos_id, eos_id and pad_id must be < the vocabulary size {logits.shape[-1]}, got {ids}"
-        )
-
-
-def _log_probs(logits: torch.Tensor, ids: tuple[int, ...]) -> torch.Tensor:
-    r"""Log-softmax over the tokens a decoder may emit: BEGIN and ``<pad>`` (``ids = (bos, eos,
-    pad)``) get :math:`-\infty` logits, so they are never chosen and never take probability."""
+def _log_probs(logits: torch.Tensor, ids: tuple[int, ...], suppress_bos: bool) -> torch.Tensor:
+    r"""Log-softmax over the tokens a decoder may emit: ``<pad>`` (and BEGIN when
+    ``suppress_bos``; ``ids = (bos, eos, pad)``) get :math:`-\infty` logits, so they are never
+    chosen and never take probability."""
     bos_id, _, pad_id = ids
     logits = logits.float().clone()
-    logits[..., [bos_id, pad_id]] = -math.inf
+    logits[..., [bos_id, pad_id] if suppress_bos else [pad_id]] = -math.inf
     return torch.log_softmax(logits, dim=-1)
 
 
-def _next_log_probs(
-    model, tokens: torch.Tensor, memory: torch.Tensor, src: torch.Tensor, ids: tuple[int, ...]
-) -> torch.Tensor:
-    """Log-probabilities of the token after ``tokens`` ``(batch, t)``: ``(batch, vocab)``,
-    recomputing the decoder over the whole prefix (no cache)."""
-    logits = model.decode(tokens, memory, src=src)  # (batch, t, vocab)
-    _check_logits(logits, tokens, ids, "decode")
-    return _log_probs(logits[:, -1], ids)  # (batch, vocab)
+def _encode(model, src: torch.Tensor):
+    """``(memory, source mask)``: the encoder runs once, and the source padding mask is built
+    once for every decoding step (``None`` for a duck-typed model, which is given ``src``)."""
+    from .models import Transformer, make_src_mask
+
+    if not isinstance(model, Transformer):
+        return model.encode(src), None
+    src_mask = make_src_mask(src, model.pad_id)  # (batch, 1, 1, n_src)
+    return model.encode(src, src_mask), src_mask
+
+
+def _decode(model, tokens, memory, src, src_mask):
+    """``model.decode`` with the source mask built once (or ``src=`` for a duck-typed model)."""
+    if src_mask is None:
+        return model.decode(tokens, memory, src=src)
+    return model.decode(tokens, memory, src_mask)
 
 
 class _Steps:
     """Feeds a model one decoding step at a time: the newest token with a key/value cache
     (``model.decode_step``), or the whole prefix (``model.decode``) without one."""
 
-    def __init__(self, model, memory, src, ids, use_cache: bool) -> None:
-        self.model, self.memory, self.src, self.ids = model, memory, src, ids
+    def __init__(self, model, memory, src, src_mask, ids, use_cache, suppress_bos) -> None:
+        self.model, self.memory, self.src, self.src_mask = model, memory, src, src_mask
+        self.ids, self.suppress_bos = ids, suppress_bos
         has_cache = callable(getattr(model, "init_cache", None)) and callable(
             getattr(model, "decode_step", None)
         )
@@ -134,12 +105,22 @@ class _Steps:
 
     def next_log_probs(self, tokens: torch.Tensor) -> torch.Tensor:
         """``(batch, vocab)`` log-probabilities of the token after ``tokens`` ``(batch, t)``."""
-        if self.cache is None:
-            return _next_log_probs(self.model, tokens, self.memory, self.src, self.ids)
-        newest = tokens[:, len(self.cache) :]  # (batch, 1): the cache holds the rest
-        logits = self.model.decode_step(newest, self.memory, self.cache, src=self.src)
-        _check_logits(logits, newest, self.ids, "decode_step")
-        return _log_probs(logits[:, -1], self.ids)  # (batch, vocab)
+        if self.cache is None:  # recompute the decoder over the whole prefix
+            newest = tokens
+            logits = _decode(self.model, tokens, self.memory, self.src, self.src_mask)
+        else:  # the newest token only: the cache holds the rest
+            newest = tokens[:, len(self.cache) :]  # (batch, 1)
+            if self.src_mask is None:
+                logits = self.model.decode_step(newest, self.memory, self.cache, src=self.src)
+            else:
+                logits = self.model.decode_step(newest, self.memory, self.cache, self.src_mask)
+        _validate.logits(logits, newest, self.ids, "decode" if self.cache is None else "decode_step")
+        return _log_probs(logits[:, -1], self.ids, self.suppress_bos)  # (batch, vocab)
+
+    def reorder_mask(self, rows: torch.Tensor) -> None:
+        """Beam search repeats each source ``beam_width`` times: so does its mask."""
+        if self.src_mask is not None:
+            self.src_mask = self.src_mask.index_select(0, rows)
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Beam search kept hypotheses ``rows``: keep their caches too."""
@@ -168,6 +149,7 @@ def _append_token(tokens, scores, finished, next_token, log_probs, eos_id, pad_i
 
 
 @torch.no_grad()
+@validated(_validate.greedy_decode, trusted=False)
 def greedy_decode(
     model,
     src: torch.Tensor,
@@ -178,13 +160,15 @@ def greedy_decode(
     *,
     return_scores: bool = False,
     use_cache: bool = True,
+    suppress_bos: bool = True,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     r"""Decode every source of the batch by taking the most likely token at each step.
 
     .. math:: y_t = \arg\max_{w} P(w \mid y_{<t}, x), \qquad y_0 = \text{BEGIN}
 
     Args:
-        model: has ``encode(src)`` and ``decode(tgt, memory, src=src)`` (see the module docstring).
+        model: has ``encode(src)`` and ``decode(tgt, memory, src_mask)`` (see the module
+            docstring).
         src: source token ids ``(batch, n_src)``, padded with ``pad_id``.
         max_len: the most tokens to generate per sequence, END included.
         bos_id, eos_id, pad_id: the BEGIN, END and padding token ids.
@@ -193,21 +177,18 @@ def greedy_decode(
         use_cache: feed the decoder only the newest token and keep the keys and values of the
             earlier ones (see the module docstring); ``False`` recomputes the whole prefix at
             every step. Same tokens and scores either way.
+        suppress_bos: never emit ``bos_id`` (the default: BEGIN only starts a sequence).
+            ``False`` when BEGIN is also a data token (the Annotated Transformer's copy task).
 
     Returns:
         ``(batch, n_out)`` token ids with ``n_out <= max_len``: BEGIN dropped, END kept, ``pad_id``
         after END. Decoding stops early once every sequence has emitted END. With
         ``return_scores``: ``(tokens, scores)``, ``scores`` ``(batch,)``.
     """
-    _check_model(model)
-    _check_src(src)
-    max_len = check_positive_int(max_len, "max_len")
-    _check_ids(bos_id, eos_id, pad_id)
-    check_bool(use_cache, "use_cache")
-    batch = src.shape[0]
+    batch, ids = src.shape[0], (bos_id, eos_id, pad_id)
     with _eval_mode(model):
-        memory = model.encode(src)  # (batch, n_src, d_model): the encoder runs once
-        steps = _Steps(model, memory, src, (bos_id, eos_id, pad_id), use_cache)
+        memory, src_mask = _encode(model, src)  # (batch, n_src, d_model): the encoder runs once
+        steps = _Steps(model, memory, src, src_mask, ids, use_cache, suppress_bos)
         tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)  # BEGIN
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         scores = torch.zeros(batch, device=src.device)
@@ -224,6 +205,7 @@ def greedy_decode(
 
 
 @torch.no_grad()
+@validated(_validate.sample_decode, trusted=False)
 def sample_decode(
     model,
     src: torch.Tensor,
@@ -236,6 +218,7 @@ def sample_decode(
     top_k: int | None = None,
     generator: torch.Generator | None = None,
     return_scores: bool = False,
+    suppress_bos: bool = True,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     r"""Decode every source of the batch by *drawing* each token from the model's distribution.
 
@@ -250,7 +233,8 @@ def sample_decode(
     likely tokens (``top_k=1`` is greedy decoding). Derived in ``05_transformer_decoder.ipynb``.
 
     Args:
-        model, src, max_len, bos_id, eos_id, pad_id, return_scores: as in :func:`greedy_decode`.
+        model, src, max_len, bos_id, eos_id, pad_id, return_scores, suppress_bos: as in
+            :func:`greedy_decode`.
         temperature: a finite number > 0 dividing the log-probabilities before the softmax.
         top_k: ``None`` (every token may be drawn) or an int >= 1 (tokens tied with the k-th most
             likely one are kept too).
@@ -261,28 +245,15 @@ def sample_decode(
         also the log-probability ``(batch,)`` of each output under the model itself (temperature 1,
         no top-k), END included.
     """
-    _check_model(model)
-    _check_src(src)
-    max_len = check_positive_int(max_len, "max_len")
-    _check_ids(bos_id, eos_id, pad_id)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not (temperature > 0 and math.isfinite(temperature)):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
-    if top_k is not None:
-        top_k = check_positive_int(top_k, "top_k")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
-        )
-    batch = src.shape[0]
+    batch, ids = src.shape[0], (bos_id, eos_id, pad_id)
     with _eval_mode(model):
-        memory = model.encode(src)  # (batch, n_src, d_model): the encoder runs once
+        memory, src_mask = _encode(model, src)  # (batch, n_src, d_model): the encoder runs once
+        steps = _Steps(model, memory, src, src_mask, ids, False, suppress_bos)  # no cache
         tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)  # BEGIN
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         scores = torch.zeros(batch, device=src.device)
         for _ in range(max_len):
-            log_probs = _next_log_probs(model, tokens, memory, src, (bos_id, eos_id, pad_id))
+            log_probs = steps.next_log_probs(tokens)  # (batch, vocab)
             scaled = log_probs / temperature  # (batch, vocab)
             if top_k is not None and top_k < scaled.shape[-1]:
                 kth_best = scaled.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1)
@@ -304,6 +275,7 @@ def sample_decode(
 
 
 @torch.no_grad()
+@validated(_validate.beam_search, trusted=False)
 def beam_search(
     model,
     src: torch.Tensor,
@@ -316,6 +288,7 @@ def beam_search(
     *,
     return_scores: bool = False,
     use_cache: bool = True,
+    suppress_bos: bool = True,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     r"""Keep the ``beam_width`` most probable prefixes at every step instead of only the best one.
 
@@ -333,7 +306,7 @@ def beam_search(
     The penalty is applied to the final choice only, not to the pruning during the search.
 
     Args:
-        model, src, max_len, bos_id, eos_id, pad_id, return_scores, use_cache: as in
+        model, src, max_len, bos_id, eos_id, pad_id, return_scores, use_cache, suppress_bos: as in
             :func:`greedy_decode` (the cache of each kept hypothesis follows it).
         beam_width: number of hypotheses kept per source (>= 1).
         length_penalty: exponent of the length normalisation of the final choice (>= 0).
@@ -343,23 +316,15 @@ def beam_search(
         only padding are dropped); with ``return_scores`` also the total log-probability
         ``(batch,)`` of each returned sequence (not normalised).
     """
-    _check_model(model)
-    _check_src(src)
-    beam_width = check_positive_int(beam_width, "beam_width")
-    max_len = check_positive_int(max_len, "max_len")
-    _check_ids(bos_id, eos_id, pad_id)
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
-        raise TypeError(f"length_penalty must be a number, got {type(length_penalty).__name__}")
-    if not (length_penalty >= 0 and math.isfinite(length_penalty)):
-        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty}")
-    check_bool(use_cache, "use_cache")
-    batch, device = src.shape[0], src.device
+    batch, device, ids = src.shape[0], src.device, (bos_id, eos_id, pad_id)
     with _eval_mode(model):
-        memory = model.encode(src)  # (batch, n_src, d_model)
+        memory, src_mask = _encode(model, src)  # (batch, n_src, d_model)
         # Every hypothesis needs its own copy of its source: rows b*beam ... b*beam + beam - 1.
-        memory = memory.repeat_interleave(beam_width, dim=0)  # (batch * beam, n_src, d_model)
-        beam_src = src.repeat_interleave(beam_width, dim=0)  # (batch * beam, n_src)
-        steps = _Steps(model, memory, beam_src, (bos_id, eos_id, pad_id), use_cache)
+        copies = torch.arange(batch, device=device).repeat_interleave(beam_width)  # (b*beam,)
+        memory = memory.index_select(0, copies)  # (batch * beam, n_src, d_model)
+        beam_src = src.index_select(0, copies)  # (batch * beam, n_src)
+        steps = _Steps(model, memory, beam_src, src_mask, ids, use_cache, suppress_bos)
+        steps.reorder_mask(copies)  # (batch * beam, 1, 1, n_src)
         tokens = torch.full((batch * beam_width, 1), bos_id, dtype=torch.long, device=device)
         # At the start all hypotheses are the same "BEGIN": keep only one alive (score 0),
         # or the first step would fill the beam with beam_width copies of the same extension.
@@ -407,30 +372,26 @@ def beam_search(
 
 
 @torch.no_grad()
+@validated(_validate.sequence_log_prob, trusted=False)
 def sequence_log_prob(
-    model, src: torch.Tensor, output: torch.Tensor, bos_id: int, eos_id: int, pad_id: int
+    model, src: torch.Tensor, output: torch.Tensor, bos_id: int, eos_id: int, pad_id: int, *,
+    suppress_bos: bool = True,
 ) -> torch.Tensor:
     r"""Total log-probability :math:`\sum_t \log P(y_t \mid y_{<t}, x)` of given outputs.
 
     ``output`` ``(batch, n_out)`` is laid out like the decoders' results (no BEGIN; END, then
     ``pad_id``). One teacher-forced pass: the decoder reads BEGIN + ``output[:, :-1]``. Tokens
     after the first END, and padding, are not counted. Probabilities are those the decoders use
-    (BEGIN and ``<pad>`` masked out, see the module docstring). Returns ``(batch,)``.
+    (``<pad>`` and, with ``suppress_bos``, BEGIN masked out, see the module docstring).
+    Returns ``(batch,)``.
     """
-    _check_model(model)
-    _check_src(src)
-    check_tensor(output, "output", ndim=2, dtype="integer")
-    _check_ids(bos_id, eos_id, pad_id)
-    if output.shape[0] != src.shape[0] or output.shape[1] == 0:
-        raise ValueError(
-            f"output must have shape (batch={src.shape[0]}, n_out >= 1), got {tuple(output.shape)}"
-        )
     counted = _real_tokens(output, eos_id, pad_id)  # (batch, n_out) bool
     # BEGIN + output[:, :-1]; what follows END cannot change earlier positions (causal mask).
     decoder_input = torch.cat([torch.full_like(output[:, :1], bos_id), output[:, :-1]], dim=1)
     with _eval_mode(model):
-        logits = model.decode(decoder_input, model.encode(src), src=src)  # (batch, n_out, vocab)
-    log_probs = _log_probs(logits, (bos_id, eos_id, pad_id))  # as the decoders: no BEGIN/pad
+        memory, src_mask = _encode(model, src)
+        logits = _decode(model, decoder_input, memory, src, src_mask)  # (batch, n_out, vocab)
+    log_probs = _log_probs(logits, (bos_id, eos_id, pad_id), suppress_bos)  # as the decoders
     token_log_probs = log_probs.gather(-1, output[..., None]).squeeze(-1)  # (batch, n_out)
     return token_log_probs.masked_fill(~counted, 0.0).sum(dim=-1)
 
@@ -442,25 +403,10 @@ def _real_tokens(sequences: torch.Tensor, eos_id: int, pad_id: int) -> torch.Ten
     return ~eos_before & (sequences != pad_id)
 
 
-def _as_token_lists(sequences, name: str) -> list[list]:
+def _as_token_lists(sequences) -> list[list]:
     if isinstance(sequences, torch.Tensor):
-        check_tensor(sequences, name, ndim=2)
         return sequences.tolist()
-    if not isinstance(sequences, Sequence) or isinstance(sequences, str):
-        raise TypeError(
-            f"{name} must be a 2-D tensor or a list of sequences, got {type(sequences).__name__}"
-        )
-    rows = []
-    for row in sequences:
-        if isinstance(row, torch.Tensor):
-            check_tensor(row, f"each row of {name}", ndim=1)
-            row = row.tolist()
-        elif isinstance(row, str) or not isinstance(row, Sequence):
-            raise TypeError(
-                f"each row of {name} must be a sequence of tokens, got {type(row).__name__}"
-            )
-        rows.append(list(row))
-    return rows
+    return [row.tolist() if isinstance(row, torch.Tensor) else list(row) for row in sequences]
 
 
 def _trim(row: list, eos_id, pad_id) -> list:
@@ -471,6 +417,7 @@ def _trim(row: list, eos_id, pad_id) -> list:
     return row
 
 
+@validated(_validate.exact_match)
 def exact_match(
     predictions, targets, *, eos_id: int | None = None, pad_id: int | None = 0, reduce: bool = True
 ) -> float | torch.Tensor:
@@ -481,15 +428,7 @@ def exact_match(
     after the first END is ignored too (END itself counts: an output that never stops is wrong).
     ``reduce=False`` returns a bool tensor ``(n_examples,)`` instead of the fraction.
     """
-    predicted_rows = _as_token_lists(predictions, "predictions")
-    target_rows = _as_token_lists(targets, "targets")
-    if len(predicted_rows) != len(target_rows):
-        raise ValueError(
-            f"predictions and targets must have the same number of rows, got "
-            f"{len(predicted_rows)} and {len(target_rows)}"
-        )
-    if not target_rows:
-        raise ValueError("exact_match needs at least one example, got none")
+    predicted_rows, target_rows = _as_token_lists(predictions), _as_token_lists(targets)
     matches = torch.tensor(
         [
             _trim(predicted, eos_id, pad_id) == _trim(target, eos_id, pad_id)
@@ -508,6 +447,7 @@ def _ngrams(tokens: Sequence, n: int) -> Counter:
     return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
+@validated(_validate.sentence_bleu)
 def sentence_bleu(
     candidate: Sequence, reference: Sequence, max_n: int = 4, smooth: bool = True
 ) -> float:
@@ -523,16 +463,6 @@ def sentence_bleu(
     missing 4-gram in a short sentence does not make the score 0. Tokens can be anything
     hashable (strings or ids); strip BEGIN/END/padding first.
     """
-    max_n = check_positive_int(max_n, "max_n")
-    for name, tokens in (("candidate", candidate), ("reference", reference)):
-        if isinstance(tokens, (str, torch.Tensor)) or not isinstance(tokens, Sequence):
-            raise TypeError(f"{name} must be a list of tokens, got {type(tokens).__name__}")
-        for position, token in enumerate(tokens):
-            if not isinstance(token, Hashable):
-                raise TypeError(
-                    f"{name}[{position}] is a {type(token).__name__}: tokens must be hashable "
-                    "(strings or ints) so that n-grams can be counted"
-                )
     candidate, reference = list(candidate), list(reference)
     if not candidate or not reference:
         return 0.0

@@ -50,7 +50,24 @@ COLOURS = {
 }
 
 
-def _new_axes(ax, size: tuple[float, float]):
+#: The most parts (inputs, frames, heads, layers, words) a diagram draws: a picture of more is
+#: unreadable, and a typo such as 10**6 would otherwise draw for minutes.
+MAX_PARTS = 64
+
+
+def _count(value: object, name: str) -> int:
+    """A number of parts to draw: an int in ``[1, MAX_PARTS]``."""
+    value = check_positive_int(value, name)
+    if value > MAX_PARTS:
+        raise ValueError(
+            f"{name}={value} is more than a diagram can show (at most {MAX_PARTS} parts)"
+        )
+    return value
+
+
+def _new_axes(ax, title: object, size: tuple[float, float]):
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {type(title).__name__} ({title!r})")
     if ax is not None and not isinstance(ax, plt.Axes):
         raise TypeError(f"ax must be None or a matplotlib Axes, got {type(ax).__name__}")
     if ax is None:
@@ -96,8 +113,8 @@ def draw_qkv_flow(ax=None, *, n_inputs: int = 4, title: str | None = None):
     :math:`\alpha_{1,i} = q^1 \cdot k^i / \sqrt{d_k}` go through a softmax, and
     :math:`b^1 = \sum_i \alpha'_{1,i} v^i`.
     """
-    n_inputs = check_positive_int(n_inputs, "n_inputs")
-    ax = _new_axes(ax, (2.3 * n_inputs + 1, 6.2))
+    n_inputs = _count(n_inputs, "n_inputs")
+    ax = _new_axes(ax, title, (2.3 * n_inputs + 1, 6.2))
     step = 2.2
     xs = [1.6 + step * i for i in range(n_inputs)]
     q_x = xs[0] - 0.9
@@ -145,7 +162,7 @@ def draw_matrix_form(ax=None, *, title: str | None = None):
     :math:`A = K^\top Q / \sqrt{d_k}`, :math:`A' = \operatorname{softmax}(A)` per column,
     :math:`O = V A'`. Boxes are drawn to scale for :math:`d_{model} = 4`, :math:`d_k = 3`,
     :math:`d_v = 2`, :math:`N = 4`."""
-    ax = _new_axes(ax, (12, 4.0))
+    ax = _new_axes(ax, title, (12, 4.0))
     unit = 0.4
     # Row 1: Q = W^q I, K = W^k I, V = W^v I
     x = 0.2
@@ -187,12 +204,12 @@ def draw_local_attention(ax=None, *, n_frames: int = 11, window: int = 2, query:
     r"""Truncated (local) self-attention over speech frames: frame ``query`` attends only to the
     frames within ``window`` of it (:math:`|i - j| \le w`, the mask
     :func:`lectures_lib.variants.local_mask`)."""
-    n_frames = check_positive_int(n_frames, "n_frames")
+    n_frames = _count(n_frames, "n_frames")
     window = check_non_negative_int(window, "window")
     query = check_non_negative_int(query, "query")
     if query >= n_frames:
         raise ValueError(f"query must be a frame index < n_frames={n_frames}, got {query}")
-    ax = _new_axes(ax, (0.75 * n_frames + 1, 2.8))
+    ax = _new_axes(ax, title, (0.75 * n_frames + 1, 2.8))
     for j in range(n_frames):
         seen = abs(j - query) <= window
         colour = "key" if seen else "plain"
@@ -210,8 +227,8 @@ def draw_multi_head(ax=None, *, num_heads: int = 2, title: str | None = None):
     :math:`q^i` is split into :math:`q^{i,1}, \dots, q^{i,H}` (likewise :math:`k`, :math:`v`),
     head :math:`h` attends with its own :math:`q^{\cdot,h}, k^{\cdot,h}, v^{\cdot,h}` only, and
     :math:`b^i = W^O [b^{i,1}; \dots; b^{i,H}]`."""
-    num_heads = check_positive_int(num_heads, "num_heads")
-    ax = _new_axes(ax, (2.2 + 2.6 * num_heads, 6.4))
+    num_heads = _count(num_heads, "num_heads")
+    ax = _new_axes(ax, title, (2.2 + 2.6 * num_heads, 6.4))
     centre = 1.3 * num_heads + 0.2
     a = _box(ax, centre, 0.4, "$a^i$", colour="input")
     parents = {}
@@ -277,7 +294,7 @@ def draw_encoder_block(ax=None, *, norm_first: bool = False, title: str | None =
     are the residual connections :math:`Y = X + H(X)`."""
     if not isinstance(norm_first, bool):
         raise TypeError(f"norm_first must be a bool, got {type(norm_first).__name__}")
-    ax = _new_axes(ax, (4.6, 7.2))
+    ax = _new_axes(ax, title, (4.6, 7.2))
     x = 2.2
     _box(ax, x, 0.3, "input tokens", width=2.2, height=0.5, fontsize=9)
     layers = [("input embedding $+$ positional enc.", "input")]
@@ -317,8 +334,8 @@ def draw_encoder_block(ax=None, *, norm_first: bool = False, title: str | None =
 
 def draw_alternating_stack(ax=None, *, num_layers: int = 2, title: str | None = None):
     """Self-attention layers alternating with fully connected (per-token) layers."""
-    num_layers = check_positive_int(num_layers, "num_layers")
-    ax = _new_axes(ax, (3.6, 1.2 + 1.6 * num_layers))
+    num_layers = _count(num_layers, "num_layers")
+    ax = _new_axes(ax, title, (3.6, 1.2 + 1.6 * num_layers))
     layers = [("input vectors $a^1 \\dots a^N$", "input")]
     for _ in range(num_layers):
         layers += [("self-attention (mixes tokens)", "attention"),
@@ -333,7 +350,7 @@ def draw_alternating_stack(ax=None, *, num_layers: int = 2, title: str | None = 
 def draw_encoder_decoder(ax=None, *, title: str | None = None):
     r"""The whole Transformer: encoder stack (left), decoder stack (right) with masked
     self-attention, cross attention to the encoder's output, and the output linear map + softmax."""
-    ax = _new_axes(ax, (8.5, 7.6))
+    ax = _new_axes(ax, title, (8.5, 7.6))
     enc = _block_stack(ax, 1.8, 1.0, [
         ("source embedding + PE", "input"), ("multi-head self-attention", "attention"),
         ("Add & Norm", "norm"), ("feed-forward", "ffn"), ("Add & Norm", "norm"),
@@ -378,9 +395,10 @@ def draw_decoding_loop(ax=None, *, words: Sequence[str] = ("three", "thousand", 
     words = list(words)
     if not words or not all(isinstance(w, str) for w in words):
         raise ValueError(f"words must be a non-empty sequence of strings, got {words!r}")
+    _count(len(words), "len(words)")
     outputs = [*words, "END"]
     inputs = ["BEGIN", *words]
-    ax = _new_axes(ax, (1.9 * len(outputs) + 1, 3.6))
+    ax = _new_axes(ax, title, (1.9 * len(outputs) + 1, 3.6))
     for t, (inp, out) in enumerate(zip(inputs, outputs, strict=True)):
         x = 1.0 + 1.9 * t
         _box(ax, x, 0.4, inp, width=1.5, height=0.5, colour="input", fontsize=9)

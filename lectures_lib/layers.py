@@ -29,24 +29,16 @@ Conventions are the course's: batch-first tensors ``(batch, seq, d_model)``, boo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import KeyValueCache, MultiHeadAttention
-from .masks import check_mask
-from .utils import (
-    at_boundary,
-    check_bool,
-    check_positive_int,
-    check_probability,
-    check_tensor,
-    eval_mode,
-    inside_library,
-)
+from . import _validate
+from .attention import MultiHeadAttention
+from .cache import KeyValueCache
+from .utils import eval_mode, validated
 
 __all__ = [
     "AttentionFactory",
@@ -63,45 +55,10 @@ AttentionFactory = Callable[[int, int, float], nn.Module]
 
 
 # ---------------------------------------------------------------------------------------------
-# Small helpers: input checks, activations, the attention factory
+# Small helpers: activations, the attention factory
 # ---------------------------------------------------------------------------------------------
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
-
-
-def _activation_name(activation: object) -> str:
-    """Map ``"relu"``/``"gelu"``, ``F.relu``/``F.gelu`` or ``nn.ReLU()``/``nn.GELU()`` to a name."""
-    if isinstance(activation, str) and activation in _ACTIVATIONS:
-        return activation
-    if activation is F.relu or activation is torch.relu or isinstance(activation, nn.ReLU):
-        return "relu"
-    if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
-        return "gelu"
-    raise ValueError(
-        "activation must be 'relu' or 'gelu' (or F.relu / torch.relu / F.gelu / nn.ReLU() / "
-        f"nn.GELU()), got {activation!r}"
-    )
-
-
-def check_sequence(x: object, name: str, d_model: int) -> torch.Tensor:
-    """``x`` must be a floating tensor ``(batch, seq, d_model)``."""
-    check_tensor(x, name, ndim=3, dtype="floating")
-    if x.shape[-1] != d_model:
-        raise ValueError(
-            f"{name} must have shape (batch, seq, d_model={d_model}), got {tuple(x.shape)}: "
-            "its last dimension does not match the layer's d_model"
-        )
-    return x
-
-
-
-def check_eps(eps: object, name: str) -> float:
-    """A LayerNorm epsilon: a finite real number > 0."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise TypeError(f"{name} must be a float > 0, got {type(eps).__name__} ({eps!r})")
-    if not (math.isfinite(eps) and eps > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {eps!r}")
-    return float(eps)
 
 
 def _reset_parameters(module: nn.Module) -> None:
@@ -109,7 +66,6 @@ def _reset_parameters(module: nn.Module) -> None:
     for sub in module.modules():
         if sub is not module and hasattr(sub, "reset_parameters"):
             sub.reset_parameters()
-
 
 
 def make_attention(
@@ -120,22 +76,19 @@ def make_attention(
     bias: bool = True,
     name: str = "attention",
 ) -> nn.Module:
-    """Build one attention module: ``factory(d_model, num_heads, dropout)``, or the course's
-    ``MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)`` when ``factory`` is
-    None (``bias`` applies to the default only: a factory builds its module its own way)."""
+    """Build one attention module: ``factory(d_model, num_heads, dropout, bias=bias)``, or the
+    course's ``MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)`` when
+    ``factory`` is None. ``bias`` reaches a factory only when it is not the default (``True``),
+    so a factory that takes no ``bias`` still works; one that cannot take ``bias=False`` is
+    refused clearly instead of silently building biased projections."""
+    _validate.factory(factory, name)
     if factory is None:
         return MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
-    if isinstance(factory, nn.Module) or not callable(factory):
-        raise TypeError(
-            f"{name} must be None or a factory: a callable factory(d_model, num_heads, dropout) "
-            "-> module, e.g. a class or functools.partial(LocalAttention, window=4); got "
-            f"{type(factory).__name__} (pass the class, not an instance: every layer builds its own)"
-        )
-    module = factory(d_model, num_heads, dropout)
-    if not isinstance(module, nn.Module):
-        raise TypeError(
-            f"the {name} factory must return an nn.Module, got {type(module).__name__}"
-        )
+    if bias:
+        module = factory(d_model, num_heads, dropout)
+    else:
+        module = _validate.called_with_bias(factory, name, d_model, num_heads, dropout)
+    _validate.built_attention(module, name)
     return module
 
 
@@ -144,11 +97,7 @@ def _detached(weights: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def _weights_of(weights: torch.Tensor | None) -> torch.Tensor:
-    if weights is None:
-        raise RuntimeError(
-            "this attention returned no weights (need_weights=True gave None): an attention "
-            "variant that never builds the N x N matrix cannot draw an attention map"
-        )
+    _validate.no_weights(weights)
     return weights
 
 
@@ -157,6 +106,7 @@ def _weights_of(weights: torch.Tensor | None) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.layer_norm)
 def layer_norm(
     x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5
 ) -> torch.Tensor:
@@ -173,19 +123,13 @@ def layer_norm(
     ``F.layer_norm``. ``x``: ``(..., d)``; ``gamma``, ``beta``: ``(d,)``.
     Derived in ``04_transformer_encoder.ipynb``.
     """
-    check_tensor(x, "x", dtype="floating")
-    if x.dim() == 0:
-        raise ValueError("x must have at least 1 dimension (..., d), got a scalar")
-    d = x.shape[-1]
-    check_tensor(gamma, "gamma", shape=(d,))
-    check_tensor(beta, "beta", shape=(d,))
-    eps = check_eps(eps, "eps")
     mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
     variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1), biased (divide by d)
     normalised = (x - mean) / torch.sqrt(variance + eps)  # (..., d)
     return gamma * normalised + beta
 
 
+@validated(_validate.sublayer_connection)
 def sublayer_connection(
     x: torch.Tensor,
     sublayer: Callable[[torch.Tensor], torch.Tensor],
@@ -201,15 +145,6 @@ def sublayer_connection(
     LayerNorm. In Pre-LN the residual path :math:`x \to x + \dots` never passes through a norm.
     Derived in ``04_transformer_encoder.ipynb``.
     """
-    if at_boundary():
-        check_tensor(x, "x", dtype="floating")
-        for name, function in (("sublayer", sublayer), ("norm", norm)):
-            if not callable(function):
-                raise TypeError(
-                    f"{name} must be a callable taking and returning a tensor (a module or a "
-                    f"function), got {type(function).__name__}"
-                )
-        check_bool(norm_first, "norm_first")
     if norm_first:
         return x + sublayer(norm(x))
     return norm(x + sublayer(x))
@@ -245,19 +180,17 @@ class FeedForward(nn.Module):
         activation: str | Callable = "relu",
         bias: bool = True,
     ) -> None:
+        _validate.feed_forward_init(d_model, d_ff, dropout, activation, bias)
         super().__init__()
-        self.d_model = check_positive_int(d_model, "d_model")
-        self.d_ff = check_positive_int(d_ff, "d_ff")
-        bias = check_bool(bias, "bias")
-        self.activation = _activation_name(activation)
+        self.d_model, self.d_ff = d_model, d_ff
+        self.activation = _validate.activation_name(activation)  # "relu" or "gelu"
         self.linear1 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # W_1: d_model -> d_ff
-        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.dropout = nn.Dropout(dropout)
         self.linear2 = nn.Linear(self.d_ff, self.d_model, bias=bias)  # W_2: d_ff -> d_model
 
+    @validated(_validate.feed_forward)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``."""
-        if at_boundary():
-            check_sequence(x, "x", self.d_model)
         hidden = _ACTIVATIONS[self.activation](self.linear1(x))  # (batch, seq, d_ff)
         return self.linear2(self.dropout(hidden))  # (batch, seq, d_model)
 
@@ -284,24 +217,16 @@ def _copy_norm(ours: nn.LayerNorm, theirs: nn.LayerNorm) -> None:
 def _torch_layer_settings(layer: nn.Module) -> dict:
     """The constructor arguments of our layers that reproduce a PyTorch Transformer layer."""
     norms = [m for name, m in layer.named_children() if name.startswith("norm")]
-    eps = {norm.eps for norm in norms}
-    if len(eps) != 1:
-        raise ValueError(f"all LayerNorms of the layer must share one eps, got {sorted(eps)}")
     has_bias = layer.linear1.bias is not None
-    if any((norm.bias is not None) != has_bias for norm in norms) or (
-        (layer.self_attn.in_proj_bias is not None) != has_bias
-    ):
-        raise ValueError("mixed bias settings are not supported: all biases on, or all off")
-    if any(not norm.elementwise_affine for norm in norms):
-        raise ValueError("LayerNorms without elementwise_affine are not supported")
+    _validate.torch_layer(layer, norms, has_bias)
     return {
         "d_model": layer.self_attn.embed_dim,
         "num_heads": layer.self_attn.num_heads,
         "d_ff": layer.linear1.out_features,
         "dropout": layer.dropout.p,
-        "activation": _activation_name(layer.activation),
+        "activation": _validate.activation_name(layer.activation),
         "norm_first": bool(layer.norm_first),
-        "layer_norm_eps": eps.pop(),
+        "layer_norm_eps": norms[0].eps,
         "bias": has_bias,
     }
 
@@ -360,13 +285,10 @@ class EncoderLayer(nn.Module):
         *,
         attention: AttentionFactory | None = None,
     ) -> None:
+        _validate.layer_init(d_model, num_heads, dropout, norm_first, layer_norm_eps, bias,
+                             attention=attention)
         super().__init__()
-        dropout = check_probability(dropout, "dropout")
-        self.d_model = check_positive_int(d_model, "d_model")
-        self.num_heads = check_positive_int(num_heads, "num_heads")
-        self.norm_first = check_bool(norm_first, "norm_first")
-        layer_norm_eps = check_eps(layer_norm_eps, "layer_norm_eps")
-        bias = check_bool(bias, "bias")
+        self.d_model, self.num_heads, self.norm_first = d_model, num_heads, norm_first
         self.self_attn = make_attention(attention, d_model, num_heads, dropout, bias, "attention")
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias=bias)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
@@ -382,24 +304,18 @@ class EncoderLayer(nn.Module):
 
     def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool) -> None:
         """Validate ``forward``'s arguments (once, at the public boundary)."""
-        check_sequence(x, "x", self.d_model)
-        if mask is not None:
-            check_mask(mask, (x.shape[0], self.num_heads, x.shape[1], x.shape[1]))
-        check_bool(need_weights, "need_weights")
+        _validate.encoder_layer_inputs(self, x, mask, need_weights)
 
+    @validated(_validate.encoder_layer_forward)
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
-        if at_boundary():
-            self.check_inputs(x, mask, need_weights)
-        with inside_library():
-            x = sublayer_connection(
-                x, lambda h: self._self_attention(h, mask, need_weights), self.norm1,
-                self.norm_first,
-            )
-            return sublayer_connection(
-                x, lambda h: self.dropout2(self.feed_forward(h)), self.norm2, self.norm_first
-            )
+        x = sublayer_connection(
+            x, lambda h: self._self_attention(h, mask, need_weights), self.norm1, self.norm_first
+        )
+        return sublayer_connection(
+            x, lambda h: self.dropout2(self.feed_forward(h)), self.norm2, self.norm_first
+        )
 
     @torch.no_grad()
     def attention_maps(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -422,8 +338,7 @@ class EncoderLayer(nn.Module):
         ("blocked"), ours is True where a key may be attended, so pass
         ``(~src_key_padding_mask)[:, None, None, :]`` here. Our layer is always batch-first.
         """
-        if not isinstance(layer, nn.TransformerEncoderLayer):
-            raise TypeError(f"expected nn.TransformerEncoderLayer, got {type(layer).__name__}")
+        _validate.from_torch(layer, nn.TransformerEncoderLayer)
         ours = cls(**_torch_layer_settings(layer))
         ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         ours = ours.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
@@ -476,13 +391,10 @@ class DecoderLayer(nn.Module):
         self_attention: AttentionFactory | None = None,
         cross_attention: AttentionFactory | None = None,
     ) -> None:
+        _validate.layer_init(d_model, num_heads, dropout, norm_first, layer_norm_eps, bias,
+                             self_attention=self_attention, cross_attention=cross_attention)
         super().__init__()
-        dropout = check_probability(dropout, "dropout")
-        self.d_model = check_positive_int(d_model, "d_model")
-        self.num_heads = check_positive_int(num_heads, "num_heads")
-        self.norm_first = check_bool(norm_first, "norm_first")
-        layer_norm_eps = check_eps(layer_norm_eps, "layer_norm_eps")
-        bias = check_bool(bias, "bias")
+        self.d_model, self.num_heads, self.norm_first = d_model, num_heads, norm_first
         self.self_attn = make_attention(
             self_attention, d_model, num_heads, dropout, bias, "self_attention"
         )
@@ -510,29 +422,11 @@ class DecoderLayer(nn.Module):
         self.last_cross_attention = _detached(weights) if need_weights else None
         return self.dropout2(out)  # (batch, n_tgt, d_model)
 
-    def check_inputs(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        tgt_mask: torch.Tensor | None,
-        memory_mask: torch.Tensor | None,
-        need_weights: bool,
-    ) -> None:
+    def check_inputs(self, x, memory, tgt_mask, memory_mask, need_weights) -> None:
         """Validate ``forward``'s arguments (once, at the public boundary)."""
-        check_sequence(x, "x", self.d_model)
-        check_sequence(memory, "memory", self.d_model)
-        if memory.shape[0] != x.shape[0]:
-            raise ValueError(
-                "x and memory must have the same batch size, got x "
-                f"{tuple(x.shape)} and memory {tuple(memory.shape)}"
-            )
-        batch, n_tgt, n_src = x.shape[0], x.shape[1], memory.shape[1]
-        if tgt_mask is not None:
-            check_mask(tgt_mask, (batch, self.num_heads, n_tgt, n_tgt))
-        if memory_mask is not None:
-            check_mask(memory_mask, (batch, self.num_heads, n_tgt, n_src))
-        check_bool(need_weights, "need_weights")
+        _validate.decoder_layer_inputs(self, x, memory, tgt_mask, memory_mask, need_weights)
 
+    @validated(_validate.decoder_layer_forward)
     def forward(
         self,
         x: torch.Tensor,
@@ -541,21 +435,19 @@ class DecoderLayer(nn.Module):
         memory_mask: torch.Tensor | None = None,
         need_weights: bool = False,
     ) -> torch.Tensor:
-        if at_boundary():
-            self.check_inputs(x, memory, tgt_mask, memory_mask, need_weights)
-        with inside_library():
-            x = sublayer_connection(
-                x, lambda h: self._self_attention(h, tgt_mask, need_weights), self.norm1,
-                self.norm_first,
-            )
-            x = sublayer_connection(
-                x, lambda h: self._cross_attention(h, memory, memory_mask, need_weights),
-                self.norm2, self.norm_first,
-            )
-            return sublayer_connection(
-                x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
-            )
+        x = sublayer_connection(
+            x, lambda h: self._self_attention(h, tgt_mask, need_weights), self.norm1,
+            self.norm_first,
+        )
+        x = sublayer_connection(
+            x, lambda h: self._cross_attention(h, memory, memory_mask, need_weights),
+            self.norm2, self.norm_first,
+        )
+        return sublayer_connection(
+            x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
+        )
 
+    @validated(_validate.decoder_layer_forward_cached)
     def forward_cached(
         self,
         x: torch.Tensor,
@@ -573,15 +465,6 @@ class DecoderLayer(nn.Module):
         prefix. Called by :meth:`lectures_lib.models.Transformer.decode_step`; derived in
         ``05_transformer_decoder.ipynb``.
         """
-        if at_boundary():
-            check_sequence(x, "x", self.d_model)
-            check_sequence(memory, "memory", self.d_model)
-            if not (isinstance(cache, tuple) and len(cache) == 2
-                    and all(isinstance(c, KeyValueCache) for c in cache)):
-                raise TypeError(
-                    "cache must be a tuple (self_cache, cross_cache) of two KeyValueCache, got "
-                    f"{type(cache).__name__}"
-                )
         self_cache, cross_cache = cache
 
         def self_attention(h):  # the new queries against every cached key
@@ -592,12 +475,11 @@ class DecoderLayer(nn.Module):
                                                  static=True)
             return self.dropout2(out)
 
-        with inside_library():
-            x = sublayer_connection(x, self_attention, self.norm1, self.norm_first)
-            x = sublayer_connection(x, cross_attention, self.norm2, self.norm_first)
-            return sublayer_connection(
-                x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
-            )
+        x = sublayer_connection(x, self_attention, self.norm1, self.norm_first)
+        x = sublayer_connection(x, cross_attention, self.norm2, self.norm_first)
+        return sublayer_connection(
+            x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
+        )
 
     @torch.no_grad()
     def attention_maps(
@@ -628,8 +510,7 @@ class DecoderLayer(nn.Module):
         not converted: PyTorch's bool ``tgt_mask`` and ``*_key_padding_mask`` mean "blocked" where
         True; ours mean "may attend". Our layer is always batch-first.
         """
-        if not isinstance(layer, nn.TransformerDecoderLayer):
-            raise TypeError(f"expected nn.TransformerDecoderLayer, got {type(layer).__name__}")
+        _validate.from_torch(layer, nn.TransformerDecoderLayer)
         ours = cls(**_torch_layer_settings(layer))
         ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)

@@ -15,7 +15,9 @@ Conventions (the course's contract):
 * a 2-D mask is always read as ``(n_queries, n_keys)``, one pattern for every example and head.
   When ``batch == n_queries`` a ``(batch, n_keys)`` key-padding mask has the same shape and is
   read that way, silently meaning something else: build padding masks with
-  :func:`key_padding_mask`, shape ``(batch, 1, 1, n_keys)``, never as 2-D.
+  :func:`key_padding_mask`, shape ``(batch, 1, 1, n_keys)``, never as 2-D, or hand the
+  ``(batch, n_keys)`` form to ``MultiHeadAttention(...)(q, k, v, key_padding_mask=...)``, which
+  keeps it apart from ``mask`` as PyTorch does.
 
 ``causal_mask`` is derived in ``05_transformer_decoder.ipynb`` (used from 01 on) and
 ``key_padding_mask`` in ``02_multi_head_attention.ipynb``. Everything here is also importable from
@@ -26,102 +28,47 @@ from __future__ import annotations
 
 import torch
 
-from .utils import check_device, check_non_negative_int, check_positive_int, check_tensor
+from . import _validate
+from ._validate import check_mask
+from .utils import validated
 
 __all__ = ["causal_mask", "key_padding_mask", "check_mask"]
 
 
+@validated(_validate.causal_mask)
 def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Boolean ``(n, n)`` mask, True on and below the diagonal: position i may attend to j <= i.
 
     Derived in ``05_transformer_decoder.ipynb`` (masked self-attention); used from section 01 on.
     """
-    n = check_positive_int(n, "n")
-    device = check_device(device)
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
+@validated(_validate.key_padding_mask)
 def key_padding_mask(
     lengths: torch.Tensor | list[int], max_len: int | None = None
 ) -> torch.Tensor:
     """Mask of shape ``(batch, 1, 1, max_len)``: True for the real (non-padding) keys.
 
     ``lengths[b]`` is the number of real tokens of sequence ``b`` (padding at the end). The two
-    singleton dimensions let the mask broadcast over heads and queries.
+    singleton dimensions let the mask broadcast over heads and queries. (``MultiHeadAttention``
+    also takes the ``(batch, n_keys)`` form on its own, as ``forward(..., key_padding_mask=)``.)
     Derived in ``02_multi_head_attention.ipynb``.
     """
-    if not isinstance(lengths, torch.Tensor):
-        lengths = torch.as_tensor(lengths)
-    check_tensor(lengths, "lengths", ndim=1)
-    if lengths.numel() == 0:
-        raise ValueError("lengths is empty: give one length per sequence of the batch")
-    check_tensor(lengths, "lengths", dtype="integer")
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
-    longest = int(lengths.max()) if lengths.numel() else 0
-    if max_len is None:
-        max_len = longest
-    max_len = check_non_negative_int(max_len, "max_len")
-    if longest > max_len:
-        raise ValueError(f"max_len={max_len} is shorter than the longest sequence ({longest})")
+    lengths = torch.as_tensor(lengths)  # (batch,)
+    max_len = int(lengths.max()) if max_len is None else max_len
     positions = torch.arange(max_len, device=lengths.device)  # (max_len,)
     valid = positions[None, :] < lengths[:, None]  # (batch, max_len)
     return valid[:, None, None, :]  # (batch, 1, 1, max_len)
 
 
-def _padding_hint(scores_ndim: int) -> str:
-    if scores_ndim == 4:  # (batch, heads, n_q, n_k)
-        return "A key-padding mask (batch, n_keys) needs shape (batch, 1, 1, n_keys): key_padding_mask()."
-    if scores_ndim == 3:  # (batch, n_q, n_k): single-head attention
-        return "A key-padding mask (batch, n_keys) needs shape (batch, 1, n_keys): key_padding_mask(...)[:, 0]."
-    return ""
-
-
-def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
-    """Validate a boolean attention mask against the shape of the scores it will mask.
-
-    ``scores_shape`` is ``(..., n_queries, n_keys)``. The mask must be ``torch.bool`` (True = may
-    attend), have at most as many dimensions as the scores (but not 3 for 4-D scores: that is
-    ambiguous), and each of its dimensions (right-aligned) must equal the corresponding score
-    dimension or be 1. A 2-D mask is ``(n_queries, n_keys)``.
-    Returns the mask unchanged.
-    """
-    if not isinstance(scores_shape, (tuple, list, torch.Size)) or not all(
-        isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in scores_shape
-    ):
-        raise TypeError(
-            "scores_shape must be a tuple of sizes (..., n_queries, n_keys), got "
-            f"{scores_shape!r}"
-        )
-    scores_shape = tuple(scores_shape)
-    if len(scores_shape) < 2:
-        raise ValueError(
-            f"scores_shape must have at least 2 sizes (..., n_queries, n_keys), got {scores_shape}"
-        )
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a torch.Tensor of dtype torch.bool, got {type(mask).__name__}")
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}. "
-            "An additive float mask (0 / -inf) is not accepted: convert it with `mask == 0`."
-        )
-    if len(scores_shape) == 4 and mask.dim() == 3:
-        raise ValueError(
-            f"mask with shape {tuple(mask.shape)} is 3-D, which is ambiguous for attention scores "
-            f"of shape {scores_shape} (batch, heads, n_queries, n_keys): is its first dimension "
-            "the batch or the heads? Use mask[:, None] for a per-example mask (batch, 1, n_q, n_k) "
-            "or mask[None] for a per-head mask (1, heads, n_q, n_k)."
-        )
-    if mask.dim() > len(scores_shape) or mask.dim() == 0:
-        raise ValueError(
-            f"mask with shape {tuple(mask.shape)} cannot be matched to attention scores of shape "
-            f"{scores_shape} (batch..., n_queries, n_keys)"
-        )
-    for mask_size, score_size in zip(reversed(mask.shape), reversed(scores_shape), strict=False):
-        if mask_size not in (1, score_size):
-            raise ValueError(
-                f"mask with shape {tuple(mask.shape)} does not fit attention scores of shape "
-                f"{scores_shape}: each mask dimension (aligned from the right) must equal the "
-                "score dimension or be 1. " + _padding_hint(len(scores_shape))
-            )
-    return mask
+def with_key_padding(mask: torch.Tensor | None, padding: torch.Tensor | None) -> torch.Tensor | None:
+    """``mask`` AND a key-padding mask ``padding`` ``(batch, n_keys)`` (True = a real token),
+    which becomes ``(batch, 1, 1, n_keys)``: the same for every head and every query. This is
+    what ``MultiHeadAttention.forward(..., key_padding_mask=)`` does with PyTorch's separate
+    argument, so a padding mask is never read as an ``(n_queries, n_keys)`` mask. Either may be
+    None."""
+    if padding is None:
+        return mask
+    padding = padding[:, None, None, :]  # (batch, 1, 1, n_keys)
+    return padding if mask is None else mask & padding

@@ -29,6 +29,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from .utils import check_bool
+
 __all__ = ["MemoryReport", "count_parameters", "peak_tensor_memory", "median_time"]
 
 
@@ -95,6 +97,7 @@ def count_parameters(model: torch.nn.Module, *, trainable_only: bool = False) ->
     First used in ``01_self_attention.ipynb`` (a window MLP's parameters grow with the window)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_bool(trainable_only, "trainable_only")
     return sum(
         parameter.numel() for parameter in model.parameters()
         if parameter.requires_grad or not trainable_only

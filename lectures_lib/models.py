@@ -21,20 +21,12 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .attention import KeyValueCache, kv_cache_problem
-from .layers import AttentionFactory, DecoderLayer, EncoderLayer, check_sequence
-from .masks import causal_mask, check_mask
+from . import _validate
+from .cache import DecoderCache, KeyValueCache
+from .layers import AttentionFactory, DecoderLayer, EncoderLayer
+from .masks import causal_mask
 from .positional import SinusoidalEncoding
-from .utils import (
-    at_boundary,
-    check_bool,
-    check_non_negative_int,
-    check_positive_int,
-    check_probability,
-    check_tensor,
-    eval_mode,
-    inside_library,
-)
+from .utils import eval_mode, validated
 
 __all__ = [
     "Encoder",
@@ -48,20 +40,6 @@ __all__ = [
 ]
 
 
-def check_token_ids(tokens: object, name: str, vocab_size: int) -> torch.Tensor:
-    """``tokens`` must be an integer tensor ``(batch, seq)`` of ids in ``[0, vocab_size)``."""
-    check_tensor(tokens, name, ndim=2, dtype="integer")
-    if tokens.numel():
-        low, high = int(tokens.min()), int(tokens.max())
-        if low < 0 or high >= vocab_size:
-            raise ValueError(
-                f"{name} holds token ids in [{low}, {high}], but the vocabulary has "
-                f"{vocab_size} entries: ids must lie in [0, {vocab_size - 1}]"
-            )
-    return tokens
-
-
-
 # ---------------------------------------------------------------------------------------------
 # Stacks of layers
 # ---------------------------------------------------------------------------------------------
@@ -69,34 +47,18 @@ def check_token_ids(tokens: object, name: str, vocab_size: int) -> torch.Tensor:
 
 def _independent_layers(layer: nn.Module | Callable[[], nn.Module], num_layers: int, kind: type):
     """``num_layers`` layers that share no parameter: fresh copies of a template, or a factory's."""
-    num_layers = check_positive_int(num_layers, "num_layers")
     if isinstance(layer, nn.Module):
-        if not isinstance(layer, kind):
-            raise TypeError(f"expected a {kind.__name__} as template, got {type(layer).__name__}")
         layers = [copy.deepcopy(layer) for _ in range(num_layers)]
         for each in layers:
             each.reset_parameters()  # identical structure, independent random weights
-    elif callable(layer):
-        layers = [layer() for _ in range(num_layers)]
-        for each in layers:
-            if not isinstance(each, kind):
-                raise TypeError(
-                    f"the layer factory must return a {kind.__name__}, got {type(each).__name__}"
-                )
-        if len({id(each) for each in layers}) != num_layers:
-            raise ValueError("the layer factory returned the same layer twice: layers would share")
     else:
-        raise TypeError(
-            f"layer must be a {kind.__name__} (template) or a callable returning one, "
-            f"got {type(layer).__name__}"
-        )
+        layers = [layer() for _ in range(num_layers)]
+        _validate.built_layers(layers, kind)  # each a new `kind`
     return nn.ModuleList(layers)
 
 
 def _final_norm(layers: nn.ModuleList, final_norm: bool | None) -> nn.LayerNorm | None:
     first = layers[0]
-    if final_norm is not None:
-        check_bool(final_norm, "final_norm")
     if final_norm is None:
         final_norm = first.norm_first  # Pre-LN leaves the residual stream unnormalised
     if not final_norm:
@@ -126,19 +88,18 @@ class Encoder(nn.Module):
         num_layers: int,
         final_norm: bool | None = None,
     ) -> None:
+        _validate.stack_init(layer, num_layers, final_norm, EncoderLayer)
         super().__init__()
         self.layers = _independent_layers(layer, num_layers, EncoderLayer)
         self.norm = _final_norm(self.layers, final_norm)
         self.d_model = self.layers[0].d_model
 
+    @validated(_validate.encoder_forward)
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
-        if at_boundary():
-            self.layers[0].check_inputs(x, mask, need_weights)
-        with inside_library():
-            for layer in self.layers:
-                x = layer(x, mask, need_weights=need_weights)  # (batch, seq, d_model)
+        for layer in self.layers:
+            x = layer(x, mask, need_weights=need_weights)  # (batch, seq, d_model)
         return self.norm(x) if self.norm is not None else x
 
     @torch.no_grad()
@@ -164,11 +125,13 @@ class Decoder(nn.Module):
         num_layers: int,
         final_norm: bool | None = None,
     ) -> None:
+        _validate.stack_init(layer, num_layers, final_norm, DecoderLayer)
         super().__init__()
         self.layers = _independent_layers(layer, num_layers, DecoderLayer)
         self.norm = _final_norm(self.layers, final_norm)
         self.d_model = self.layers[0].d_model
 
+    @validated(_validate.decoder_forward)
     def forward(
         self,
         x: torch.Tensor,
@@ -177,13 +140,11 @@ class Decoder(nn.Module):
         memory_mask: torch.Tensor | None = None,
         need_weights: bool = False,
     ) -> torch.Tensor:
-        if at_boundary():
-            self.layers[0].check_inputs(x, memory, tgt_mask, memory_mask, need_weights)
-        with inside_library():
-            for layer in self.layers:
-                x = layer(x, memory, tgt_mask, memory_mask, need_weights=need_weights)
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask, memory_mask, need_weights=need_weights)
         return self.norm(x) if self.norm is not None else x
 
+    @validated(_validate.decoder_forward_cached)
     def forward_cached(
         self,
         x: torch.Tensor,
@@ -194,9 +155,8 @@ class Decoder(nn.Module):
     ) -> torch.Tensor:
         """:meth:`forward` for the new positions only, layer ``i`` using ``caches[i]`` (see
         :meth:`~lectures_lib.layers.DecoderLayer.forward_cached`)."""
-        with inside_library():
-            for layer, cache in zip(self.layers, caches, strict=True):
-                x = layer.forward_cached(x, memory, cache, tgt_mask, memory_mask)
+        for layer, cache in zip(self.layers, caches, strict=True):
+            x = layer.forward_cached(x, memory, cache, tgt_mask, memory_mask)
         return self.norm(x) if self.norm is not None else x
 
     @torch.no_grad()
@@ -218,11 +178,8 @@ class Decoder(nn.Module):
 
 
 def _stack_maps(maps: list[torch.Tensor | None]) -> torch.Tensor:
-    if any(m is None for m in maps):
-        raise RuntimeError(
-            "no attention weights: an attention variant that never builds the N x N matrix "
-            "returns None as weights and cannot draw an attention map"
-        )
+    for weights in maps:
+        _validate.no_weights(weights, stacked=True)
     return torch.stack(maps)  # (layers, batch, heads, n_q, n_k)
 
 
@@ -231,15 +188,13 @@ def _stack_maps(maps: list[torch.Tensor | None]) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.make_src_mask)
 def make_src_mask(src: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Key-padding mask ``(batch, 1, 1, n_src)``: True where the source token is not padding.
 
     Broadcasts over heads and queries; ``pad_id=None`` means no padding (all True).
     Derived in ``04_transformer_encoder.ipynb``.
     """
-    check_tensor(src, "src", ndim=2, dtype="integer")
-    if pad_id is not None:
-        check_non_negative_int(pad_id, "pad_id")
     if pad_id is None:
         keep = torch.ones_like(src, dtype=torch.bool)
     else:
@@ -247,16 +202,16 @@ def make_src_mask(src: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     return keep[:, None, None, :]  # (batch, 1, 1, n_src)
 
 
+@validated(_validate.make_tgt_mask)
 def make_tgt_mask(tgt: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Decoder self-attention mask ``(batch, 1, n_tgt, n_tgt)``: causal AND key not padding.
 
     Position i may attend to position j when j <= i and token j is not padding.
     Derived in ``05_transformer_decoder.ipynb``.
     """
-    check_tensor(tgt, "tgt", ndim=2, dtype="integer")
     n_tgt = tgt.shape[1]
     causal = causal_mask(n_tgt, device=tgt.device)  # (n_tgt, n_tgt)
-    keys = make_src_mask(tgt, pad_id)  # (batch, 1, 1, n_tgt): checks pad_id
+    keys = make_src_mask(tgt, pad_id)  # (batch, 1, 1, n_tgt)
     return causal[None, None] & keys  # (batch, 1, n_tgt, n_tgt)
 
 
@@ -277,7 +232,7 @@ class TokenEmbedding(nn.Module):
     Args: ``vocab_size``, ``d_model``, ``max_len`` (longest sequence), ``dropout``, ``pad_id``
     (its row starts at zero and gets no gradient; None for no padding token),
     ``positional_encoding`` (add the sinusoidal table; ``False`` when the attention brings its own
-    positions, e.g. :class:`~lectures_lib.positional.RotarySelfAttention`).
+    positions, e.g. :class:`~lectures_lib.positional.RotaryAttention`).
     Derived in ``04_transformer_encoder.ipynb``.
     """
 
@@ -291,19 +246,13 @@ class TokenEmbedding(nn.Module):
         *,
         positional_encoding: bool = True,
     ) -> None:
+        _validate.token_embedding_init(vocab_size, d_model, max_len, dropout, pad_id,
+                                       positional_encoding)
         super().__init__()
-        self.vocab_size = check_positive_int(vocab_size, "vocab_size")
-        self.d_model = check_positive_int(d_model, "d_model")
-        self.max_len = check_positive_int(max_len, "max_len")
-        if pad_id is not None:
-            check_non_negative_int(pad_id, "pad_id")
-            if pad_id >= vocab_size:
-                raise ValueError(f"pad_id={pad_id} is not an id of a vocabulary of {vocab_size}")
-        self.pad_id = pad_id
+        self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, max_len, pad_id
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
-        positional_encoding = check_bool(positional_encoding, "positional_encoding")
         self.positional = SinusoidalEncoding(d_model, max_len) if positional_encoding else None
-        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.dropout = nn.Dropout(dropout)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -314,27 +263,15 @@ class TokenEmbedding(nn.Module):
 
     def check_inputs(self, tokens: torch.Tensor, name: str = "tokens") -> None:
         """``tokens``: integer ids ``(batch, seq)`` in the vocabulary, at most ``max_len`` long."""
-        check_token_ids(tokens, name, self.vocab_size)
-        if tokens.shape[1] > self.max_len:
-            raise ValueError(
-                f"{name} has {tokens.shape[1]} positions (shape {tuple(tokens.shape)}), more "
-                f"than max_len={self.max_len} of the positional encoding"
-            )
+        _validate.embedding_inputs(self, tokens, name)
 
+    @validated(_validate.token_embedding_forward)
     def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``tokens`` ``(batch, seq)`` int64 ids -> ``(batch, seq, d_model)``.
 
         ``offset``: the position of the first token (incremental decoding feeds token ``t``
         alone, at position ``t``).
         """
-        if at_boundary():
-            self.check_inputs(tokens)
-            check_non_negative_int(offset, "offset")
-            if offset + tokens.shape[1] > self.max_len:
-                raise ValueError(
-                    f"positions {offset} ... {offset + tokens.shape[1] - 1} exceed max_len="
-                    f"{self.max_len} of the positional encoding"
-                )
         vectors = self.embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
         if self.positional is not None:  # + PE[offset : offset + seq]
             table = self.positional.table[offset : offset + tokens.shape[1]]  # (seq, d_model)
@@ -360,7 +297,7 @@ class EncoderTagger(nn.Module):
     :class:`~lectures_lib.layers.EncoderLayer`; None = ``MultiHeadAttention``), e.g.
     ``EncoderTagger(vocab, labels, attention=partial(LocalAttention, window=8))``;
     ``positional_encoding=False`` leaves out the sinusoidal table (for an attention with its own
-    positions: ``attention=RotarySelfAttention``).
+    positions: ``attention=RotaryAttention``).
     Derived in ``04_transformer_encoder.ipynb`` (the reverse task).
     """
 
@@ -381,8 +318,9 @@ class EncoderTagger(nn.Module):
         attention: AttentionFactory | None = None,
         positional_encoding: bool = True,
     ) -> None:
+        _validate.tagger_init(num_labels)
         super().__init__()
-        self.num_labels = check_positive_int(num_labels, "num_labels")
+        self.num_labels = num_labels
         self.pad_id = pad_id
         self.embed = TokenEmbedding(
             vocab_size, d_model, max_len, dropout, pad_id, positional_encoding=positional_encoding
@@ -396,20 +334,14 @@ class EncoderTagger(nn.Module):
         self.output = nn.Linear(d_model, num_labels)
         _xavier_init(self.encoder, self.output)
 
+    @validated(_validate.tagger_forward)
     def forward(
         self, tokens: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
-        if at_boundary():
-            self.embed.check_inputs(tokens)
-            if mask is not None:
-                batch, seq = tokens.shape
-                check_mask(mask, (batch, self.encoder.layers[0].num_heads, seq, seq))
-            check_bool(need_weights, "need_weights")
-        with inside_library():
-            if mask is None:
-                mask = make_src_mask(tokens, self.pad_id)  # (batch, 1, 1, seq)
-            hidden = self.encoder(self.embed(tokens), mask, need_weights=need_weights)
-            return self.output(hidden)  # (batch, seq, num_labels)
+        if mask is None:
+            mask = make_src_mask(tokens, self.pad_id)  # (batch, 1, 1, seq)
+        hidden = self.encoder(self.embed(tokens), mask, need_weights=need_weights)
+        return self.output(hidden)  # (batch, seq, num_labels)
 
     @torch.no_grad()
     def attention_maps(self, tokens: torch.Tensor, mask: torch.Tensor | None = None):
@@ -430,11 +362,17 @@ class Transformer(nn.Module):
     ``norm_first=False`` is the paper's Post-LN, ``True`` the Pre-LN order (with a final
     LayerNorm after each stack). ``encoder_attention``, ``decoder_attention`` (the decoder's
     masked self-attention) and ``cross_attention`` are attention factories (see
-    :class:`~lectures_lib.layers.EncoderLayer`; None = ``MultiHeadAttention``). Weight matrices are Xavier-initialised, as in ``nn.Transformer``.
-    ``pad_id`` marks padding in both vocabularies (None: no padding).
+    :class:`~lectures_lib.layers.EncoderLayer`; None = ``MultiHeadAttention``);
+    ``positional_encoding=False`` leaves out the sinusoidal tables (for attentions that bring
+    their own positions: ``encoder_attention=RotaryAttention, decoder_attention=RotaryAttention``).
+    Weight matrices are Xavier-initialised, as in ``nn.Transformer``. ``pad_id`` marks padding
+    in both vocabularies (None: no padding).
 
     * ``encode(src, src_mask=None) -> memory`` ``(batch, n_src, d_model)``;
-    * ``decode(tgt, memory, src=None, tgt_mask=None, memory_mask=None) -> logits``;
+    * ``decode(tgt, memory, src_mask=None, tgt_mask=None, memory_mask=None) -> logits``, where
+      ``src_mask`` is the source padding mask ``make_src_mask(src, pad_id)`` that the caller of
+      ``encode`` builds once (as in the Annotated Transformer's ``decode(memory, src_mask, tgt,
+      tgt_mask)``);
     * ``forward(src, tgt) -> logits`` ``(batch, n_tgt, tgt_vocab_size)``;
     * ``attention_maps(src, tgt) -> {"encoder", "decoder_self", "decoder_cross"}``.
 
@@ -459,14 +397,17 @@ class Transformer(nn.Module):
         encoder_attention: AttentionFactory | None = None,
         decoder_attention: AttentionFactory | None = None,
         cross_attention: AttentionFactory | None = None,
+        positional_encoding: bool = True,
     ) -> None:
+        _validate.transformer_init(src_vocab_size, tgt_vocab_size, positional_encoding)
         super().__init__()
-        self.pad_id = pad_id
-        self.d_model = d_model
-        self.src_vocab_size = check_positive_int(src_vocab_size, "src_vocab_size")
-        self.tgt_vocab_size = check_positive_int(tgt_vocab_size, "tgt_vocab_size")
-        self.src_embed = TokenEmbedding(src_vocab_size, d_model, max_len, dropout, pad_id)
-        self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model, max_len, dropout, pad_id)
+        self.pad_id, self.d_model = pad_id, d_model
+        self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
+        embedding = (d_model, max_len, dropout, pad_id)
+        self.src_embed = TokenEmbedding(src_vocab_size, *embedding,
+                                        positional_encoding=positional_encoding)
+        self.tgt_embed = TokenEmbedding(tgt_vocab_size, *embedding,
+                                        positional_encoding=positional_encoding)
         settings = (d_model, num_heads, d_ff, dropout, activation, norm_first)
         self.encoder = Encoder(
             lambda: EncoderLayer(*settings, attention=encoder_attention), num_encoder_layers
@@ -480,132 +421,94 @@ class Transformer(nn.Module):
         self.output = nn.Linear(d_model, tgt_vocab_size)  # to one logit per vocabulary entry
         _xavier_init(self.encoder, self.decoder, self.output)
 
+    @validated(_validate.encode)
     def encode(
         self, src: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
         """``src`` ``(batch, n_src)`` ids -> memory ``(batch, n_src, d_model)``."""
-        if at_boundary():
-            self.src_embed.check_inputs(src, "src")
-            if src_mask is not None:
-                batch, n_src = src.shape
-                check_mask(src_mask, (batch, self.encoder.layers[0].num_heads, n_src, n_src))
-            check_bool(need_weights, "need_weights")
-        with inside_library():
-            if src_mask is None:
-                src_mask = make_src_mask(src, self.pad_id)  # (batch, 1, 1, n_src)
-            return self.encoder(self.src_embed(src), src_mask, need_weights=need_weights)
+        if src_mask is None:
+            src_mask = make_src_mask(src, self.pad_id)  # (batch, 1, 1, n_src)
+        return self.encoder(self.src_embed(src), src_mask, need_weights=need_weights)
 
+    @validated(_validate.decode)
     def decode(
         self,
         tgt: torch.Tensor,
         memory: torch.Tensor,
-        src: torch.Tensor | None = None,
+        src_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
         need_weights: bool = False,
+        *,
+        src: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``tgt`` ``(batch, n_tgt)`` ids and memory -> logits ``(batch, n_tgt, tgt_vocab)``.
 
-        Default ``tgt_mask``: causal AND target key not padding (:func:`make_tgt_mask`); default
-        ``memory_mask``: the source padding mask when ``src`` is given, else no mask.
+        ``src_mask``: the source padding mask ``(batch, 1, 1, n_src)`` built once by the caller
+        of :meth:`encode` (``make_src_mask(src, pad_id)``); the cross-attention masks with it
+        (AND ``memory_mask`` when both are given). ``src=`` (the raw source ids) is the older
+        spelling: the mask is then built from it. Default ``tgt_mask``: causal AND target key
+        not padding (:func:`make_tgt_mask`); no source mask at all: every memory position is a
+        key.
         """
-        if at_boundary():
-            self._check_decode_inputs(tgt, memory, src, tgt_mask, memory_mask, need_weights)
-        with inside_library():
-            if tgt_mask is None:
-                tgt_mask = make_tgt_mask(tgt, self.pad_id)  # (batch, 1, n_tgt, n_tgt)
-            if memory_mask is None and src is not None:
-                memory_mask = make_src_mask(src, self.pad_id)  # (batch, 1, 1, n_src)
-            hidden = self.decoder(
-                self.tgt_embed(tgt), memory, tgt_mask, memory_mask, need_weights=need_weights
-            )
-            return self.output(hidden)  # (batch, n_tgt, tgt_vocab_size)
+        if src is not None:
+            src_mask = make_src_mask(src, self.pad_id)  # (batch, 1, 1, n_src)
+        if tgt_mask is None:
+            tgt_mask = make_tgt_mask(tgt, self.pad_id)  # (batch, 1, n_tgt, n_tgt)
+        memory_mask = _and(memory_mask, src_mask)  # (batch, 1 or heads, n_tgt or 1, n_src)
+        hidden = self.decoder(
+            self.tgt_embed(tgt), memory, tgt_mask, memory_mask, need_weights=need_weights
+        )
+        return self.output(hidden)  # (batch, n_tgt, tgt_vocab_size)
 
     def init_cache(self) -> DecoderCache:
         """An empty :class:`DecoderCache` for :meth:`decode_step` (one per decoding run).
 
         Raises a ``TypeError`` naming the layer when a decoder attention cannot be cached
-        exactly (see :func:`~lectures_lib.attention.kv_cache_problem`): decode such a model with
+        exactly (see :func:`~lectures_lib.cache.kv_cache_problem`): decode such a model with
         ``use_cache=False``.
         """
-        for index, layer in enumerate(self.decoder.layers):
-            for name in ("self_attn", "cross_attn"):
-                problem = kv_cache_problem(getattr(layer, name))
-                if problem:
-                    raise TypeError(f"decoder layer {index} {name}: {problem}")
+        _validate.init_cache(self.decoder.layers)
         return DecoderCache([(KeyValueCache(), KeyValueCache()) for _ in self.decoder.layers])
 
+    @validated(_validate.decode_step)
     def decode_step(
         self,
         tgt: torch.Tensor,
         memory: torch.Tensor,
         cache: DecoderCache,
+        src_mask: torch.Tensor | None = None,
+        *,
         src: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Incremental decoding: logits ``(batch, n_new, tgt_vocab)`` for the *new* target tokens
         ``tgt`` ``(batch, n_new)``, which follow the ``len(cache)`` tokens already fed.
 
-        Equal to ``decode(prefix + tgt, memory, src=src)[:, -n_new:]`` (default masks: causal,
-        target padding, source padding when ``src`` is given), but each layer projects only the
-        new tokens and attends to the cached keys and values of the earlier ones: step ``t``
-        costs O(t), not O(t^2). ``cache`` comes from :meth:`init_cache` and is updated in place.
-        Derived in ``05_transformer_decoder.ipynb``.
+        Equal to ``decode(prefix + tgt, memory, src_mask)[:, -n_new:]`` (default masks: causal,
+        target padding, and the source padding mask ``src_mask`` when given), but each layer
+        projects only the new tokens and attends to the cached keys and values of the earlier
+        ones: step ``t`` costs O(t), not O(t^2). ``cache`` comes from :meth:`init_cache` and is
+        updated in place. Derived in ``05_transformer_decoder.ipynb``.
         """
-        if at_boundary():
-            if not isinstance(cache, DecoderCache):
-                raise TypeError(f"cache must come from init_cache(), got {type(cache).__name__}")
-            self._check_decode_inputs(tgt, memory, src, None, None, False)
-            if len(cache) and cache.batch_size != tgt.shape[0]:
-                raise ValueError(
-                    f"tgt has batch size {tgt.shape[0]}, but the cache holds {cache.batch_size} rows"
-                )
-        offset, n_new = len(cache), tgt.shape[1]
-        with inside_library():
-            kept = torch.ones_like(tgt, dtype=torch.bool) if self.pad_id is None else tgt != self.pad_id
-            cache.extend_keys(kept)  # (batch, n_new): which new tokens are keys (not padding)
-            # new query i sits at position offset + i: it may attend to keys j <= offset + i
-            causal = causal_mask(offset + n_new, device=tgt.device)[offset:]  # (n_new, t)
-            tgt_mask = causal[None, None] & cache.keys_kept[:, None, None, :]  # (b, 1, n_new, t)
-            memory_mask = make_src_mask(src, self.pad_id) if src is not None else None
-            hidden = self.decoder.forward_cached(
-                self.tgt_embed(tgt, offset), memory, cache.layers, tgt_mask, memory_mask
-            )
-            return self.output(hidden)  # (batch, n_new, tgt_vocab_size)
-
-    def _check_decode_inputs(self, tgt, memory, src, tgt_mask, memory_mask, need_weights) -> None:
-        self.tgt_embed.check_inputs(tgt, "tgt")
-        check_sequence(memory, "memory", self.d_model)
-        if memory.shape[0] != tgt.shape[0]:
-            raise ValueError(
-                f"tgt {tuple(tgt.shape)} and memory {tuple(memory.shape)} have different batch sizes"
-            )
         if src is not None:
-            check_token_ids(src, "src", self.src_vocab_size)
-            if tuple(src.shape) != tuple(memory.shape[:2]):
-                raise ValueError(
-                    f"src {tuple(src.shape)} does not match memory {tuple(memory.shape)}: "
-                    "expected the same (batch, n_src)"
-                )
-        batch, n_tgt, n_src = tgt.shape[0], tgt.shape[1], memory.shape[1]
-        num_heads = self.decoder.layers[0].num_heads
-        if tgt_mask is not None:
-            check_mask(tgt_mask, (batch, num_heads, n_tgt, n_tgt))
-        if memory_mask is not None:
-            check_mask(memory_mask, (batch, num_heads, n_tgt, n_src))
-        check_bool(need_weights, "need_weights")
+            src_mask = make_src_mask(src, self.pad_id)  # (batch, 1, 1, n_src)
+        offset, n_new = len(cache), tgt.shape[1]
+        kept = torch.ones_like(tgt, dtype=torch.bool) if self.pad_id is None else tgt != self.pad_id
+        cache.extend_keys(kept)  # (batch, n_new): which new tokens are keys (not padding)
+        # new query i sits at position offset + i: it may attend to keys j <= offset + i
+        causal = causal_mask(offset + n_new, device=tgt.device)[offset:]  # (n_new, t)
+        tgt_mask = causal[None, None] & cache.keys_kept[:, None, None, :]  # (b, 1, n_new, t)
+        hidden = self.decoder.forward_cached(
+            self.tgt_embed(tgt, offset), memory, cache.layers, tgt_mask, src_mask
+        )
+        return self.output(hidden)  # (batch, n_new, tgt_vocab_size)
 
+    @validated(_validate.transformer_forward)
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits for every target position at once."""
-        if at_boundary():
-            self.src_embed.check_inputs(src, "src")
-            self.tgt_embed.check_inputs(tgt, "tgt")
-            if src.shape[0] != tgt.shape[0]:
-                raise ValueError(
-                    f"src {tuple(src.shape)} and tgt {tuple(tgt.shape)} have different batch sizes"
-                )
-        with inside_library():
-            memory = self.encode(src)
-            return self.decode(tgt, memory, src=src)
+        src_mask = make_src_mask(src, self.pad_id)  # (batch, 1, 1, n_src): built once
+        memory = self.encode(src, src_mask)
+        return self.decode(tgt, memory, src_mask)
 
     @torch.no_grad()
     def attention_maps(self, src: torch.Tensor, tgt: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -623,35 +526,8 @@ class Transformer(nn.Module):
         }
 
 
-class DecoderCache:
-    """Everything :meth:`Transformer.decode_step` keeps between steps: per decoder layer the
-    self-attention's and the cross-attention's :class:`~lectures_lib.attention.KeyValueCache`,
-    and which target tokens fed so far are real (not padding) keys.
-
-    ``len(cache)``: the number of target tokens fed; :meth:`reorder` keeps batch rows (beam
-    search). Derived in ``05_transformer_decoder.ipynb``.
-    """
-
-    def __init__(self, layers: list[tuple[KeyValueCache, KeyValueCache]]) -> None:
-        self.layers = layers
-        self.keys_kept: torch.Tensor | None = None  # (batch, t) bool: True = not padding
-
-    def __len__(self) -> int:
-        return 0 if self.keys_kept is None else self.keys_kept.shape[1]
-
-    @property
-    def batch_size(self) -> int | None:
-        return None if self.keys_kept is None else self.keys_kept.shape[0]
-
-    def extend_keys(self, kept: torch.Tensor) -> None:
-        """Record the new tokens ``(batch, n_new)``: True where a token may be attended to."""
-        kept = kept.to(torch.bool)
-        self.keys_kept = kept if self.keys_kept is None else torch.cat([self.keys_kept, kept], 1)
-
-    def reorder(self, rows: torch.Tensor) -> None:
-        """Keep batch rows ``rows`` (1-D indices, repeats allowed) of every cache."""
-        if self.keys_kept is not None:
-            self.keys_kept = self.keys_kept.index_select(0, rows)
-        for self_cache, cross_cache in self.layers:
-            self_cache.reorder(rows)
-            cross_cache.reorder(rows)
+def _and(mask: torch.Tensor | None, other: torch.Tensor | None) -> torch.Tensor | None:
+    """Both masks (True = may attend), or whichever is given."""
+    if mask is None or other is None:
+        return other if mask is None else mask
+    return mask & other

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .training import History
-from .utils import check_positive_int
+from .utils import check_bool, check_positive_int
 
 __all__ = ["plot_attention", "plot_attention_heads", "plot_mask", "plot_heatmap", "plot_history"]
 
@@ -54,6 +54,12 @@ def _check_labels(labels: object, name: str, expected: int, axis: str) -> None:
         )
 
 
+def _check_text(value: object, name: str) -> None:
+    """A title or an axis label: a string, or None for none."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, got {type(value).__name__} ({value!r})")
+
+
 def _check_ax(ax: object) -> None:
     if ax is not None and not isinstance(ax, plt.Axes):
         raise TypeError(f"ax must be None or a matplotlib Axes, got {type(ax).__name__}")
@@ -82,6 +88,11 @@ def plot_heatmap(
     """Show a 2-D array as an image with a colour bar."""
     matrix = _to_numpy_2d(matrix, "matrix")
     _check_ax(ax)
+    for name, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
+        _check_text(text, name)
+    check_bool(colorbar, "colorbar")
+    if isinstance(cmap, str) and cmap not in plt.colormaps():
+        raise ValueError(f"cmap must name a matplotlib colormap (e.g. 'viridis'), got {cmap!r}")
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 3.5))
     image = ax.imshow(matrix, cmap=cmap, aspect="auto", interpolation="nearest", **imshow_kwargs)
@@ -193,6 +204,7 @@ def plot_history(history: History | dict[str, History], *, title: str | None = N
     outside the panels, so it never hides the curves (which crowd near accuracy 1). When the runs
     recorded a learning rate per optimiser step (``History.lr``, as :func:`fit` does), a third
     panel shows the schedule."""
+    _check_text(title, "title")
     runs = history if isinstance(history, dict) else {"": history}
     if not runs:
         raise ValueError("history is an empty dict: give at least one History to plot")

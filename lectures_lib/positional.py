@@ -8,7 +8,7 @@ each position :math:`i` a unique vector :math:`e^i` and add it to the input,
 * :func:`sinusoidal_encoding` / :class:`SinusoidalEncoding`: the fixed table of Vaswani et al.
   (2017, §3.5), added to the inputs;
 * :class:`LearnedPositionalEmbedding`: one trained vector per position (BERT, GPT-2), added;
-* :func:`apply_rotary` / :class:`RotaryEmbedding` / :class:`RotarySelfAttention`: rotary
+* :func:`apply_rotary` / :class:`RotaryEmbedding` / :class:`RotaryAttention`: rotary
   position embedding (RoPE, Su et al. 2021), which rotates queries and keys instead of adding
   anything, so that attention scores depend only on the *offset* between two positions.
 
@@ -17,20 +17,14 @@ All of it is derived in ``03_positional_encoding.ipynb``.
 
 from __future__ import annotations
 
-import math
+import warnings
 
 import torch
 from torch import nn
 
-from .attention import KeyValueCache, MultiHeadAttention
-from .utils import (
-    at_boundary,
-    check_device,
-    check_positive_float,
-    check_positive_int,
-    check_tensor,
-    inside_library,
-)
+from . import _validate
+from .attention import MultiHeadAttention
+from .utils import validated
 
 __all__ = [
     "sinusoidal_encoding",
@@ -39,18 +33,11 @@ __all__ = [
     "rotary_angles",
     "apply_rotary",
     "RotaryEmbedding",
+    "RotaryAttention",
     "RotarySelfAttention",
 ]
 
 BASE = 10000.0  # the paper's base: wavelengths run from 2*pi to 10000 * 2*pi
-
-
-def _check_base(base: object) -> float:
-    if isinstance(base, bool) or not isinstance(base, (int, float)):
-        raise TypeError(f"base must be a number, got {type(base).__name__} ({base!r})")
-    if not (math.isfinite(base) and base > 1):
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
-    return float(base)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,6 +45,7 @@ def _check_base(base: object) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.sinusoidal_encoding)
 def sinusoidal_encoding(
     n_positions: int,
     d_model: int,
@@ -87,12 +75,6 @@ def sinusoidal_encoding(
     The angles are computed in float64 and the result cast to ``dtype``, so large positions stay
     accurate in float32. Derived in ``03_positional_encoding.ipynb``.
     """
-    n_positions = check_positive_int(n_positions, "n_positions")
-    d_model = check_positive_int(d_model, "d_model")
-    base = _check_base(base)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    device = check_device(device)
     positions = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (n_positions, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),): 0, 2, 4, ...
     frequencies = base ** (-two_i / d_model)  # (ceil(d/2),): omega_i
@@ -123,25 +105,14 @@ class SinusoidalEncoding(nn.Module):
     table: torch.Tensor
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
+        _validate.sinusoidal_init(d_model, max_len)
         super().__init__()
-        self.d_model = check_positive_int(d_model, "d_model")
-        self.max_len = check_positive_int(max_len, "max_len")
+        self.d_model, self.max_len = d_model, max_len
         table = sinusoidal_encoding(self.max_len, self.d_model)  # (max_len, d_model)
         self.register_buffer("table", table, persistent=False)
 
+    @validated(_validate.sinusoidal_forward)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if at_boundary():
-            check_tensor(x, "x", ndim=3, dtype="floating")
-            if x.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
-                )
-            if x.shape[1] > self.max_len:
-                raise ValueError(
-                    f"x has {x.shape[1]} positions (shape {tuple(x.shape)}) but this "
-                    f"SinusoidalEncoding was built with max_len={self.max_len}: build it with a "
-                    "larger max_len"
-                )
         seq = x.shape[1]
         return x + self.table[:seq].to(x.dtype)  # (batch, seq, d_model) + (seq, d_model)
 
@@ -173,27 +144,15 @@ class LearnedPositionalEmbedding(nn.Module):
     """
 
     def __init__(self, max_len: int, d_model: int, init_std: float = 1.0) -> None:
+        _validate.learned_init(max_len, d_model, init_std)
         super().__init__()
-        self.max_len = check_positive_int(max_len, "max_len")
-        self.d_model = check_positive_int(d_model, "d_model")
-        init_std = check_positive_float(init_std, "init_std")
+        self.max_len, self.d_model = max_len, d_model
         self.embedding = nn.Embedding(self.max_len, self.d_model)  # E: (max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=init_std)
 
+    @validated(_validate.learned_forward)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor(x, "x", ndim=3, dtype="floating")
-        batch, seq, d_model = x.shape
-        if d_model != self.d_model:
-            raise ValueError(
-                f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
-            )
-        if seq > self.max_len:
-            raise ValueError(
-                f"x has {seq} positions (shape {tuple(x.shape)}) but this "
-                f"LearnedPositionalEmbedding only has vectors for max_len={self.max_len} "
-                "positions; a learned table cannot be extended to positions it never had"
-            )
-        positions = torch.arange(seq, device=x.device)  # (seq,)
+        positions = torch.arange(x.shape[1], device=x.device)  # (seq,)
         return x + self.embedding(positions).to(x.dtype)  # (batch, seq, d_model) + (seq, d_model)
 
     def extra_repr(self) -> str:
@@ -205,6 +164,7 @@ class LearnedPositionalEmbedding(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.rotary_angles)
 def rotary_angles(
     positions: torch.Tensor, d_head: int, base: float = BASE, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
@@ -215,30 +175,10 @@ def rotary_angles(
     otherwise (half precision would lose whole radians at large positions); take cos/sin first,
     then cast. The same frequencies :math:`\theta_i = \omega_i` as the sinusoidal table.
     """
-    d_head = check_positive_int(d_head, "d_head")
-    if d_head % 2:
-        raise ValueError(
-            f"rotary embedding rotates feature pairs: d_head must be even, got {d_head}"
-        )
-    base = _check_base(base)
-    if at_boundary():
-        _check_position_values(positions)
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     compute = torch.float64 if dtype == torch.float64 else torch.float32
     two_i = torch.arange(0, d_head, 2, dtype=compute, device=positions.device)  # (d_head/2,)
     frequencies = base ** (-two_i / d_head)  # (d_head/2,): theta_i
     return positions.to(compute)[..., None] * frequencies  # (..., d_head/2)
-
-
-def _check_position_values(positions: object) -> torch.Tensor:
-    """Positions: an integer or floating tensor of finite values."""
-    check_tensor(positions, "positions")
-    if positions.is_complex() or positions.dtype == torch.bool:
-        raise TypeError(f"positions must be integer or float, got {positions.dtype}")
-    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
-        raise ValueError("positions must be finite numbers, got NaN or inf")
-    return positions
 
 
 def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -249,6 +189,7 @@ def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torc
     return torch.stack((rotated_even, rotated_odd), dim=-1).flatten(-2)  # (..., seq, d_head)
 
 
+@validated(_validate.apply_rotary)
 def apply_rotary(
     x: torch.Tensor, positions: torch.Tensor | None = None, base: float = BASE
 ) -> torch.Tensor:
@@ -277,31 +218,9 @@ def apply_rotary(
     (``2i, 2i+1``) as in the paper; some libraries pair feature ``i`` with ``i + d/2`` instead.
     Derived in ``03_positional_encoding.ipynb``.
     """
-    check_tensor(x, "x", dtype="floating")
-    if x.dim() < 2:
-        raise ValueError(f"x must have shape (..., seq, d_head), got {tuple(x.shape)}")
-    d_head = x.shape[-1]
-    if d_head % 2:
-        raise ValueError(
-            f"rotary embedding rotates feature pairs: the last dimension of x must be even, "
-            f"got shape {tuple(x.shape)}"
-        )
-    seq = x.shape[-2]
     if positions is None:
-        positions = torch.arange(seq, device=x.device)  # (seq,)
-    else:
-        _check_position_values(positions)
-        try:
-            ok = torch.broadcast_shapes(positions.shape, x.shape[:-1]) == x.shape[:-1]
-        except RuntimeError:
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"positions of shape {tuple(positions.shape)} must broadcast to "
-                f"x.shape[:-1] = {tuple(x.shape[:-1])} (one position per vector of x)"
-            )
-    with inside_library():  # positions and base were checked above
-        angles = rotary_angles(positions.to(x.device), d_head, base, x.dtype)  # (..., d_head/2)
+        positions = torch.arange(x.shape[-2], device=x.device)  # (seq,): 0 ... seq-1
+    angles = rotary_angles(positions.to(x.device), x.shape[-1], base, x.dtype)  # (..., d_head/2)
     return _rotate_pairs(x, torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype))
 
 
@@ -323,27 +242,17 @@ class RotaryEmbedding(nn.Module):
     sin_table: torch.Tensor
 
     def __init__(self, d_head: int, max_len: int = 2048, base: float = BASE) -> None:
+        _validate.rotary_embedding_init(d_head, max_len, base)
         super().__init__()
-        self.d_head = check_positive_int(d_head, "d_head")
-        if self.d_head % 2:
-            raise ValueError(
-                f"rotary embedding rotates feature pairs: d_head must be even, got {d_head}"
-            )
-        self.max_len = check_positive_int(max_len, "max_len")
-        self.base = _check_base(base)
+        self.d_head, self.max_len, self.base = d_head, max_len, float(base)
         positions = torch.arange(self.max_len)  # (max_len,)
         angles = rotary_angles(positions, self.d_head, self.base, torch.float64)
         # angles: (max_len, d_head/2)
         self.register_buffer("cos_table", torch.cos(angles).float(), persistent=False)
         self.register_buffer("sin_table", torch.sin(angles).float(), persistent=False)
 
+    @validated(_validate.rotary_embedding_forward)
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        if at_boundary():
-            check_tensor(x, "x", dtype="floating")
-            if x.dim() < 2 or x.shape[-1] != self.d_head:
-                raise ValueError(
-                    f"x must have shape (..., seq, d_head={self.d_head}), got {tuple(x.shape)}"
-                )
         seq = x.shape[-2]
         if positions is not None or seq > self.max_len or x.dtype == torch.float64:
             return apply_rotary(x, positions, self.base)  # angles computed on the fly
@@ -355,7 +264,7 @@ class RotaryEmbedding(nn.Module):
         return f"d_head={self.d_head}, max_len={self.max_len}, base={self.base:g}"
 
 
-class RotarySelfAttention(MultiHeadAttention):
+class RotaryAttention(MultiHeadAttention):
     r"""Multi-head attention with rotary position embedding on queries and keys.
 
     The same module as :class:`~lectures_lib.attention.MultiHeadAttention` (same parameters, same
@@ -367,7 +276,8 @@ class RotarySelfAttention(MultiHeadAttention):
         = \frac{q_m^\top R_{n-m}\, k_n}{\sqrt{d_{head}}},
 
     so scores see offsets, never absolute positions, and no vector is added to the inputs.
-    It is an attention factory: ``EncoderTagger(..., attention=RotarySelfAttention)``.
+    It is an attention factory: ``EncoderTagger(..., attention=RotaryAttention)`` (which then
+    adds no sinusoidal table: see ``positional_encoding``).
 
     Args:
         d_model, num_heads, dropout, bias: as in ``MultiHeadAttention``; ``d_model / num_heads``
@@ -378,10 +288,18 @@ class RotarySelfAttention(MultiHeadAttention):
     ``forward(query, key, value, mask=None, need_weights=True, *, positions=None)``: as
     ``MultiHeadAttention``; query ``m`` sits at position ``m`` and key ``n`` at position ``n``
     (``0 ... seq-1``) unless ``positions`` gives one position per token, ``(seq,)`` or
-    ``(batch, seq)``, used for queries and keys alike (self-attention). With all positions equal
-    nothing is rotated and it equals ``MultiHeadAttention``. Derived in
-    ``03_positional_encoding.ipynb``.
+    ``(batch, seq)``, used for queries and keys alike (self-attention). The positions come
+    through the seam as an argument (``forward`` hands them to :meth:`project`;
+    ``forward_cached`` hands it the cache offset), as x-transformers passes ``rotary_pos_emb``
+    down its stack. With all positions equal nothing is rotated and it equals
+    ``MultiHeadAttention``. Derived in ``03_positional_encoding.ipynb``.
     """
+
+    #: The new token at position t is rotated by R_t (forward_cached passes the cache offset)
+    #: and the cached keys were rotated at their own positions: exact, tested.
+    supports_kv_cache = True
+    #: Positions are per token of one sequence: no cached cross-attention to a static memory.
+    self_attention_only = True
 
     def __init__(
         self,
@@ -393,95 +311,24 @@ class RotarySelfAttention(MultiHeadAttention):
         base: float = BASE,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        if self.d_head % 2:
-            raise ValueError(
-                f"rotary attention needs an even d_head = d_model / num_heads, got "
-                f"d_model={d_model}, num_heads={num_heads} (d_head={self.d_head})"
-            )
+        _validate.rotary_attention_init(self, type(self).__name__, max_len, base)
         self.rotary = RotaryEmbedding(self.d_head, max_len=max_len, base=base)
-        self._positions: torch.Tensor | None = None  # set by forward(positions=...) for project
 
-    def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        need_weights: bool = True,
-        *,
-        positions: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if positions is not None:
-            if at_boundary():
-                self._check_positions(positions, query, key)
-            if positions.dim() == 2:
-                positions = positions[:, None, :]  # (batch, 1, seq): the same for every head
-        self._positions = positions
-        try:
-            return super().forward(query, key, value, mask, need_weights)
-        finally:
-            self._positions = None
-
-    #: With a key/value cache the new token at position t is rotated by R_t (forward_cached
-    #: below) and the cached keys were rotated at their own positions: exact, tested.
-    supports_kv_cache = True
-
-    def forward_cached(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        cache: KeyValueCache,
-        mask: torch.Tensor | None = None,
-        *,
-        static: bool = False,
-    ) -> torch.Tensor:
-        """``MultiHeadAttention.forward_cached`` with the new tokens at positions ``len(cache)
-        ... len(cache) + n_new - 1`` (not ``0 ...``): queries and keys rotated where they sit."""
-        if static:
-            raise ValueError(
-                "RotarySelfAttention is self-attention: it cannot attend to a static memory "
-                "(cross-attention) with a cache"
-            )
-        start = len(cache)
-        self._positions = torch.arange(start, start + query.shape[1], device=query.device)
-        try:
-            return super().forward_cached(query, key, value, cache, mask)
-        finally:
-            self._positions = None
-
-    def _check_positions(self, positions: object, query: object, key: object) -> None:
-        check_tensor(positions, "positions", ndim=(1, 2))
-        _check_position_values(positions)
-        check_tensor(query, "query", ndim=3)
-        check_tensor(key, "key", ndim=3)
-        batch, seq = query.shape[0], query.shape[1]
-        if key.shape[1] != seq:
-            raise ValueError(
-                "positions=... gives one position per token of a self-attention: query and key "
-                f"must have the same length, got {tuple(query.shape)} and {tuple(key.shape)}"
-            )
-        wrong_batch = positions.dim() == 2 and positions.shape[0] not in (1, batch)
-        if positions.shape[-1] != seq or wrong_batch:
-            raise ValueError(
-                f"positions must have shape (seq,) or (batch, seq) = ({batch}, {seq}), "
-                f"got {tuple(positions.shape)}"
-            )
-
-    def project(
-        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def project(self, query, key, value, positions=None):
         """MultiHeadAttention's projections, then :math:`R_m q_m` and :math:`R_n k_n` per head
-        (values are not rotated)."""
+        (values are not rotated); ``positions`` ``(seq,)`` or ``(batch, seq)``, default
+        ``0 ... seq-1``."""
         queries, keys, values = super().project(query, key, value)  # (batch, heads, n, d_head)
-        queries = self.rotary(queries, self._positions)  # R_m q_m, same shape
-        keys = self.rotary(keys, self._positions)  # R_n k_n, same shape
+        if positions is not None and positions.dim() == 2:
+            positions = positions[:, None, :]  # (batch, 1, seq): the same for every head
+        queries = self.rotary(queries, positions)  # R_m q_m, same shape
+        keys = self.rotary(keys, positions)  # R_n k_n, same shape
         return queries, keys, values
 
     @classmethod
     def from_torch(  # type: ignore[override]
         cls, module: nn.MultiheadAttention, max_len: int = 2048, base: float = BASE
-    ) -> RotarySelfAttention:
+    ) -> RotaryAttention:
         """PyTorch's (unrotated) self-attention weights in a rotary module.
 
         Copies every projection of ``module`` (which must be a self-attention: no separate
@@ -490,11 +337,7 @@ class RotarySelfAttention(MultiHeadAttention):
         :meth:`MultiHeadAttention.from_torch` (pass ``~torch_mask``).
         """
         plain = MultiHeadAttention.from_torch(module)
-        if plain.kdim != plain.d_model or plain.vdim != plain.d_model:
-            raise ValueError(
-                "RotarySelfAttention is self-attention: kdim and vdim must equal embed_dim, got "
-                f"embed_dim={plain.d_model}, kdim={plain.kdim}, vdim={plain.vdim}"
-            )
+        _validate.self_attention_only(plain, cls.__name__)
         ours = cls(
             plain.d_model,
             plain.num_heads,
@@ -508,3 +351,17 @@ class RotarySelfAttention(MultiHeadAttention):
         ours.load_state_dict(plain.state_dict())  # rotary tables are non-persistent: not needed
         ours.train(module.training)
         return ours
+
+
+class RotarySelfAttention(RotaryAttention):
+    """Deprecated alias of :class:`RotaryAttention` (it is multi-head attention, used for
+    self-attention); kept for one release. Building one warns with a ``DeprecationWarning``."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        warnings.warn(
+            "RotarySelfAttention is renamed RotaryAttention (the same module); the old name "
+            "goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(*args, **kwargs)

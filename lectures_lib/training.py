@@ -31,7 +31,8 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm  # plain text bar: works in a terminal and in a stored notebook
 
-from .utils import check_bool, check_positive_int, check_tensor, eval_mode, get_device
+from . import _validate
+from .utils import eval_mode, get_device, validated
 
 __all__ = [
     "History",
@@ -77,18 +78,17 @@ class History:
     def final_accuracy(self) -> float:
         """Accuracy after the last epoch, on the evaluation data if there were any."""
         values = self.eval_accuracy or self.train_accuracy
-        if not values:
-            raise ValueError("the history is empty: train for at least one epoch")
+        _validate.history(values)
         return values[-1]
 
 
+@validated(_validate.accuracy)
 def accuracy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int | None = None) -> float:
     """Fraction of positions where ``argmax(logits)`` equals ``targets``.
 
     ``logits``: ``(..., n_classes)``; ``targets``: ``(...)`` integer class ids. Positions whose
     target is ``ignore_index`` (e.g. padding) are not counted.
     """
-    _check_outputs((logits, targets), "accuracy", ignore_index)
     correct = logits.argmax(dim=-1) == targets
     if ignore_index is not None:
         keep = targets != ignore_index
@@ -96,95 +96,24 @@ def accuracy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int | No
     return correct.float().mean().item()
 
 
+@validated(_validate.cross_entropy)
 def cross_entropy(
     logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100
 ) -> torch.Tensor:
     """Cross-entropy for logits ``(..., n_classes)`` and integer targets ``(...)`` of the same
     leading shape (checked: targets of another shape with as many elements are refused)."""
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
-        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
-    _check_outputs((logits, targets), "cross_entropy", ignore_index)
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore_index
     )
 
 
+@validated(_validate.default_forward, trusted=False)
 def default_forward(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     """``model(*batch[:-1])`` against target ``batch[-1]``; a tuple output keeps its first item."""
-    if not isinstance(batch, (tuple, list)) or len(batch) < 2:
-        raise TypeError(
-            "batch must be a tuple (inputs..., targets) of at least two tensors, got "
-            + (f"a {type(batch).__name__} of length {len(batch)}" if isinstance(batch, (tuple, list))
-               else type(batch).__name__)
-        )
     *inputs, targets = batch
     logits = model(*inputs)
     if isinstance(logits, tuple):  # modules that also return attention weights
         logits = logits[0]
-    return logits, targets
-
-
-def _check_data(data: Batch, name: str) -> int:
-    """``data`` must be a non-empty tuple of tensors sharing their first dimension; returns it."""
-    if not isinstance(data, (tuple, list)) or len(data) < 2:
-        raise TypeError(
-            f"{name} must be a tuple of tensors (inputs..., targets), got {type(data).__name__}"
-            + (f" of length {len(data)}" if isinstance(data, (tuple, list)) else "")
-        )
-    for index, item in enumerate(data):
-        check_tensor(item, f"{name}[{index}]")
-        if item.dim() == 0:
-            raise ValueError(f"{name}[{index}] must have a first (example) dimension, got a scalar")
-    sizes = {t.shape[0] for t in data}
-    if len(sizes) != 1:
-        shapes = [tuple(t.shape) for t in data]
-        raise ValueError(f"all tensors in {name} need the same first dimension, got {shapes}")
-    n = sizes.pop()
-    if n == 0:
-        raise ValueError(f"{name} holds no examples (first dimension 0): nothing to train on")
-    return n
-
-
-def _check_number(value: object, name: str, *, low: float, inclusive: bool) -> float:
-    """A finite real number ``> low`` (or ``>= low`` when ``inclusive``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
-    ok = value >= low if inclusive else value > low
-    if not (math.isfinite(value) and ok):
-        relation = ">=" if inclusive else ">"
-        raise ValueError(f"{name} must be a finite number {relation} {low:g}, got {value!r}")
-    return float(value)
-
-
-def _check_callable(value: object, name: str, signature: str) -> None:
-    if value is not None and not callable(value):
-        raise TypeError(f"{name} must be None or a callable {signature}, got {type(value).__name__}")
-
-
-def _check_outputs(output: object, where: str, ignore_index: int | None) -> tuple:
-    """``forward_fn``'s result must be ``(logits (..., C), targets (...))`` with class ids in
-    ``[0, C)`` (or ``ignore_index``): checked on every batch, before anything is updated."""
-    if not isinstance(output, (tuple, list)) or len(output) != 2:
-        raise TypeError(
-            f"forward_fn must return (logits, targets), got {type(output).__name__} ({where})"
-        )
-    logits, targets = output
-    check_tensor(logits, f"logits ({where})", dtype="floating")
-    check_tensor(targets, f"targets ({where})", dtype="integer")
-    if logits.dim() == 0 or logits.shape[:-1] != targets.shape:
-        raise ValueError(
-            f"logits (..., n_classes) and targets (...) do not match ({where}): logits "
-            f"{tuple(logits.shape)}, targets {tuple(targets.shape)}; expected targets of shape "
-            f"{tuple(logits.shape[:-1])}"
-        )
-    counted = targets if ignore_index is None else targets[targets != ignore_index]
-    if counted.numel() and (int(counted.min()) < 0 or int(counted.max()) >= logits.shape[-1]):
-        raise ValueError(
-            f"targets hold class ids in [{int(counted.min())}, {int(counted.max())}] ({where}), "
-            f"but the logits have {logits.shape[-1]} classes: ids must lie in "
-            f"[0, {logits.shape[-1] - 1}]"
-            + ("" if ignore_index is None else f" (or be ignore_index={ignore_index})")
-        )
     return logits, targets
 
 
@@ -194,6 +123,7 @@ def _counted(targets: torch.Tensor, ignore_index: int | None) -> int:
 
 
 @torch.no_grad()
+@validated(_validate.evaluate, trusted=False)
 def evaluate(
     model: nn.Module,
     data: Batch,
@@ -207,28 +137,19 @@ def evaluate(
 
     Counts every target that is not ``ignore_index``; raises if no target counts at all.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    n = _check_data(data, "data")
-    batch_size = check_positive_int(batch_size, "batch_size")
-    _check_callable(forward_fn, "forward_fn", "forward_fn(model, batch) -> (logits, targets)")
-    if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
-        raise TypeError(f"ignore_index must be None or an int, got {type(ignore_index).__name__}")
+    n = len(data[0])  # examples
     device = device or next(model.parameters()).device
     correct, total = 0.0, 0
     with eval_mode(model):
         for start in range(0, n, batch_size):
             batch = [t[start : start + batch_size].to(device) for t in data]
             where = f"evaluation batch starting at example {start}"
-            logits, targets = _check_outputs(forward_fn(model, batch), where, ignore_index)
+            logits, targets = _validate.outputs(forward_fn(model, batch), where, ignore_index)
             count = _counted(targets, ignore_index)
             if count:
                 correct += accuracy(logits, targets, ignore_index) * count
                 total += count
-    if total == 0:
-        raise ValueError(
-            f"every target in data is ignore_index={ignore_index}: there is nothing to evaluate"
-        )
+    _validate.nothing_counted(total, ignore_index, "data", "there is nothing to evaluate")
     return correct / total
 
 
@@ -237,6 +158,7 @@ def evaluate(
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.lr_schedule)
 def lr_schedule(
     optimizer: torch.optim.Optimizer,
     total_steps: int,
@@ -259,23 +181,19 @@ def lr_schedule(
       (it also cycles Adam's :math:`\beta_1` between 0.85 and 0.95);
     * ``"constant"``: :math:`\eta_s = \eta`.
 
-    ``warmup`` is a fraction of ``total_steps`` in ``[0, 1)``. The default trains the models of
-    ``04`` and ``05`` (``05`` plots it); ``benchmarks/README.md`` compares the three.
+    ``warmup`` is a fraction of ``total_steps`` in ``[0, 1)``. A warm-up of exactly one step
+    (``warmup * total_steps == 1``, e.g. the default 0.1 with 10 steps) makes PyTorch's
+    ``OneCycleLR`` divide by zero (its warm-up would rise from step 0 to step 0): it then ends a
+    hair after step 0, so step 0 runs at :math:`\eta / 25` and the decay starts at step 1. The
+    default trains the models of ``04`` and ``05`` (``05`` plots it); ``benchmarks/README.md``
+    compares the three.
     """
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(
-            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
-        )
-    total_steps = check_positive_int(total_steps, "total_steps")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES} or a factory, got {schedule!r}")
-    warmup = _check_number(warmup, "warmup", low=0.0, inclusive=True)
-    if warmup >= 1:
-        raise ValueError(f"warmup is a fraction of the steps, in [0, 1), got {warmup!r}")
     if schedule == "one_cycle":
         peak = optimizer.param_groups[0]["lr"]
+        one_step = warmup * total_steps == 1  # OneCycleLR's warm-up would span 0 steps
+        pct_start = (1 + 1e-6) / total_steps if one_step else max(warmup, 1e-6)
         return torch.optim.lr_scheduler.OneCycleLR(
-            optimizer, max_lr=peak, total_steps=total_steps, pct_start=max(warmup, 1e-6)
+            optimizer, max_lr=peak, total_steps=total_steps, pct_start=pct_start
         )
     if schedule == "constant":
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
@@ -293,17 +211,8 @@ def lr_schedule(
 def _make_schedule(schedule, optimizer, total_steps, warmup):
     if isinstance(schedule, str):
         return lr_schedule(optimizer, total_steps, schedule, warmup)
-    if not callable(schedule):
-        raise TypeError(
-            f"schedule must be one of {SCHEDULES} or a factory(optimizer, total_steps) -> "
-            f"scheduler, got {type(schedule).__name__}"
-        )
     scheduler = schedule(optimizer, total_steps)
-    if not callable(getattr(scheduler, "step", None)):
-        raise TypeError(
-            "the schedule factory must return a scheduler with a step() method (e.g. a "
-            f"torch.optim.lr_scheduler.LRScheduler), got {type(scheduler).__name__}"
-        )
+    _validate.scheduler(scheduler)  # the factory came from the user
     return scheduler
 
 
@@ -312,40 +221,7 @@ def _make_schedule(schedule, optimizer, total_steps, warmup):
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_betas(betas: object) -> tuple[float, float]:
-    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-        raise TypeError(f"betas must be a pair (beta1, beta2), got {type(betas).__name__} ({betas!r})")
-    for index, beta in enumerate(betas):
-        _check_number(beta, f"betas[{index}]", low=0.0, inclusive=True)
-        if not beta < 1:
-            raise ValueError(f"betas[{index}] must be in [0, 1), got {beta!r}")
-    return float(betas[0]), float(betas[1])
-
-
-def _check_fit_arguments(model, epochs, batch_size, lr, weight_decay, grad_clip, seed, warmup,
-                         ignore_index, progress, forward_fn, after_step, after_epoch) -> None:
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not any(p.requires_grad for p in model.parameters()):
-        raise ValueError("model has no trainable parameters (none with requires_grad=True)")
-    check_positive_int(epochs, "epochs")
-    check_positive_int(batch_size, "batch_size")
-    _check_number(lr, "lr", low=0.0, inclusive=False)
-    _check_number(weight_decay, "weight_decay", low=0.0, inclusive=True)
-    if grad_clip is not None:
-        _check_number(grad_clip, "grad_clip", low=0.0, inclusive=False)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} ({seed!r})")
-    if not isinstance(warmup, (int, float)) or isinstance(warmup, bool) or not 0 <= warmup < 1:
-        raise ValueError(f"warmup is a fraction of the steps, in [0, 1), got {warmup!r}")
-    if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
-        raise TypeError(f"ignore_index must be None or an int, got {type(ignore_index).__name__}")
-    check_bool(progress, "progress")
-    _check_callable(forward_fn, "forward_fn", "forward_fn(model, batch) -> (logits, targets)")
-    _check_callable(after_step, "after_step", "after_step(step, model)")
-    _check_callable(after_epoch, "after_epoch", "after_epoch(epoch, model)")
-
-
+@validated(_validate.fit, trusted=False)
 def fit(
     model: nn.Module,
     train_data: Batch,
@@ -400,12 +276,7 @@ def fit(
     Raises a ``FloatingPointError`` naming the epoch, step and batch when a loss or gradient is
     not finite, before the update: the model keeps its last finite weights.
     """
-    _check_fit_arguments(model, epochs, batch_size, lr, weight_decay, grad_clip, seed, warmup,
-                         ignore_index, progress, forward_fn, after_step, after_epoch)
-    betas = _check_betas(betas)
-    n = _check_data(train_data, "train_data")
-    if eval_data is not None:
-        _check_data(eval_data, "eval_data")
+    n = len(train_data[0])  # examples
     device = device or get_device()
     model.to(device)
     parameters = [p for p in model.parameters() if p.requires_grad]
@@ -447,28 +318,17 @@ def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimiz
         where = (f"epoch {epoch + 1}, batch {batch_index + 1} of {math.ceil(n / batch_size)}, "
                  f"optimiser step {step + 1}")
         batch = [t[rows].to(device) for t in train_data]
-        logits, targets = _check_outputs(forward_fn(model, batch), where, ignore_index)
+        logits, targets = _validate.outputs(forward_fn(model, batch), where, ignore_index)
         count = _counted(targets, ignore_index)
         if count == 0:  # every target is ignore_index: nothing to learn, nothing to add
             continue
         loss = cross_entropy(logits, targets, ignore_index=loss_ignore)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(
-                f"the loss is {loss.item()} at {where} (examples {rows[:8].tolist()}"
-                f"{', ...' if len(rows) > 8 else ''}): training stopped before this step, the "
-                "model keeps its last finite weights. Look for NaN/inf in these inputs, or try a "
-                "smaller lr"
-            )
+        _validate.finite_loss(loss, where, rows)  # a NaN/inf loss stops before the update
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         # the global gradient norm (clipped to grad_clip, if set): a non-finite one stops here
         norm = nn.utils.clip_grad_norm_(parameters, grad_clip if grad_clip is not None else math.inf)
-        if not torch.isfinite(norm):
-            optimizer.zero_grad(set_to_none=True)
-            raise FloatingPointError(
-                f"the gradient norm is {norm.item()} at {where} (loss {loss.item():.4g}): "
-                "training stopped before this step, the model keeps its last finite weights"
-            )
+        _validate.finite_gradient(norm, where, loss, optimizer)  # so does a NaN/inf gradient
         history.lr.append(optimizer.param_groups[0]["lr"])  # the rate this step uses
         optimizer.step()
         scheduler.step()
@@ -478,10 +338,6 @@ def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimiz
         history.step_loss.append(loss.item())
         if after_step is not None:
             after_step(step, model)
-    if total == 0:
-        raise ValueError(
-            f"every target in train_data is ignore_index={ignore_index}: there is nothing to "
-            "learn from"
-        )
+    _validate.nothing_counted(total, ignore_index, "train_data", "there is nothing to learn from")
     history.loss.append(epoch_loss / total)  # mean over every counted target of the epoch
     history.train_accuracy.append(correct / total)

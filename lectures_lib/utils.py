@@ -296,7 +296,7 @@ def inside_library() -> Iterator[None]:
         _INSIDE_LIBRARY.reset(token)
 
 
-def validated(validator: Callable[..., object]) -> Callable[[F], F]:
+def validated(validator: Callable[..., object], *, trusted: bool = True) -> Callable[[F], F]:
     """Decorate a public function or ``forward`` so that ``validator`` checks its arguments once,
     at the door, and the body runs as the trusted core.
 
@@ -312,7 +312,17 @@ def validated(validator: Callable[..., object]) -> Callable[[F], F]:
 
     Callables that come from the user (a feature map, a learner's ``attend``) must not run inside
     the trusted region unchecked: validate what they return where they are called.
+    ``trusted=False`` runs the body outside the trusted region (only the door check is shared):
+    for functions whose body calls a model or a callback the user gave (``fit``, the decoders),
+    whose own doors must stay open.
     """
+
+    if not callable(validator):
+        raise TypeError(
+            f"validator must be a callable taking the function's arguments, got "
+            f"{type(validator).__name__}"
+        )
+    check_bool(trusted, "trusted")
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
@@ -320,6 +330,8 @@ def validated(validator: Callable[..., object]) -> Callable[[F], F]:
             if not at_boundary():
                 return function(*args, **kwargs)
             validator(*args, **kwargs)
+            if not trusted:
+                return function(*args, **kwargs)
             with inside_library():
                 return function(*args, **kwargs)
 

@@ -17,6 +17,7 @@ and fails for a name in a module's ``__all__`` that has no row here and is not l
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import traceback
 from collections.abc import Callable
@@ -47,6 +48,7 @@ from lectures_lib import (
 )
 from lectures_lib.data import labelling, long_range, ordering, relations, sequences, translation
 from lectures_lib.variants import (
+    VARIANTS,
     base,
     clustering,
     linear,
@@ -93,8 +95,14 @@ def bools(*shape: int) -> torch.Tensor:
     return torch.ones(*shape, dtype=torch.bool)
 
 
-def qkv(batch=2, n=4, d=6):
-    return floats(batch, n, d), floats(batch, n, d), floats(batch, n, d)
+def qkv(batch=2, n=4, d=6, dtype=torch.float32):
+    return floats(batch, n, d, dtype=dtype), floats(batch, n, d, dtype=dtype), floats(batch, n, d, dtype=dtype)
+
+
+def variant(cls):
+    """A small module of the variant ``cls`` (its required options filled in)."""
+    needs_len = {"seq_len": 8} if "seq_len" in inspect.signature(cls).parameters else {}
+    return cls(8, 2, **needs_len)
 
 
 def mha():
@@ -138,12 +146,73 @@ def adamw():
     return torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
 
 
+def _reused_cache():
+    """A cache filled by a batch of 2, then fed a batch of 1."""
+    module, cache = mha(), attention.KeyValueCache()
+    module.forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), cache)
+    return module.forward_cached(floats(1, 1, 8), floats(1, 1, 8), floats(1, 1, 8), cache)
+
+
 R = Row
 
 # ---- the table ---------------------------------------------------------------------------------
 
 ROWS: list[Row] = [
     # utils
+    # issue 18, core: the newer APIs refuse what they cannot use (forward_cached, key padding,
+    # positions, factories, schedules, flags, pictures)
+    R(attention.MultiHeadAttention, "forward_cached: float 0/1 mask", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), torch.ones(1, 1)), TypeError, "mask must have dtype torch.bool"),
+    R(attention.MultiHeadAttention, "forward_cached: int mask", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), torch.ones(1, 1, dtype=torch.long)), TypeError, "mask must have dtype torch.bool"),
+    R(attention.MultiHeadAttention, "forward_cached: static='False'", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), static="False"), TypeError, "static must be a bool"),
+    R(attention.MultiHeadAttention, "forward_cached: static=2", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), static=2), TypeError, "static must be a bool"),
+    R(attention.MultiHeadAttention, "forward_cached: 2-D query", lambda: mha().forward_cached(floats(2, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache()), ValueError, "query must have 3 dimensions"),
+    R(attention.MultiHeadAttention, "forward_cached: query width 7", lambda: mha().forward_cached(floats(2, 1, 7), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache()), ValueError, "query must have shape (batch, seq, 8)"),
+    R(attention.MultiHeadAttention, "forward_cached: int query", lambda: mha().forward_cached(ids(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache()), TypeError, "query must have dtype floating"),
+    R(attention.MultiHeadAttention, "forward_cached: a list as query", lambda: mha().forward_cached([[0.0] * 8], floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache()), TypeError, "query must be a torch.Tensor"),
+    R(attention.MultiHeadAttention, "forward_cached: mask of the wrong n_k", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), attention.KeyValueCache(), bools(1, 5)), ValueError, "does not fit attention scores of shape (2, 2, 1, 1)"),
+    R(attention.MultiHeadAttention, "forward_cached: a cache of another batch size", lambda: _reused_cache(), ValueError, "the cache holds 2 rows"),
+    R(attention.MultiHeadAttention, "forward_cached: not a cache", lambda: mha().forward_cached(floats(2, 1, 8), floats(2, 1, 8), floats(2, 1, 8), {}), TypeError, "cache must be a KeyValueCache"),
+    R(attention.MultiHeadAttention, "float64 input to a float32 module", lambda: mha()(floats(2, 3, 8, dtype=torch.float64), floats(2, 3, 8, dtype=torch.float64), floats(2, 3, 8, dtype=torch.float64)), TypeError, "must have the module's dtype torch.float32"),
+    R(attention.MultiHeadAttention, "key_padding_mask (n_q, n_k)-shaped", lambda: mha()(floats(2, 3, 8), floats(2, 5, 8), floats(2, 5, 8), key_padding_mask=bools(3, 5)), ValueError, "key_padding_mask must have shape (batch, n_keys) = (2, 5)"),
+    R(attention.MultiHeadAttention, "key_padding_mask of floats", lambda: mha()(floats(2, 3, 8), floats(2, 5, 8), floats(2, 5, 8), key_padding_mask=torch.ones(2, 5)), TypeError, "key_padding_mask must have dtype bool"),
+    R(attention.MultiHeadAttention, "positions of another length", lambda: mha()(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.arange(4)), ValueError, "positions must have shape (seq,) or (batch, seq)"),
+    R(positional.RotaryAttention, "a cached cross-attention", lambda: positional.RotaryAttention(8, 2).forward_cached(floats(2, 1, 8), floats(2, 3, 8), floats(2, 3, 8), attention.KeyValueCache(), static=True), ValueError, "is self-attention: it cannot attend to a static memory"),
+    R(positional.RotaryAttention, "as the cached cross-attention of a Transformer", lambda: models.Transformer(6, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16, cross_attention=positional.RotaryAttention).init_cache(), TypeError, "decoder layer 0 cross_attn: RotaryAttention is self-attention"),
+    R(layers.EncoderLayer, "factory returning a Linear", lambda: encoder_layer(attention=lambda d, h, p: nn.Linear(d, d)), TypeError, "must return an attention module whose forward is"),
+    R(models.EncoderTagger, "factory returning a Linear", lambda: models.EncoderTagger(6, 3, d_model=8, num_heads=2, num_layers=1, d_ff=16, attention=lambda d, h, p: nn.Linear(d, d)), TypeError, "must return an attention module whose forward is"),
+    R(models.Transformer, "encoder factory returning a Linear", lambda: models.Transformer(6, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16, encoder_attention=lambda d, h, p: nn.Linear(d, d)), TypeError, "must return an attention module whose forward is"),
+    R(layers.EncoderLayer, "bias=False with a factory that takes no bias", lambda: encoder_layer(bias=False, attention=lambda d, h, p: attention.MultiHeadAttention(d, h, p)), TypeError, "bias=False cannot reach the attention factory"),
+    R(models.Transformer, "positional_encoding 'no'", lambda: models.Transformer(6, 7, positional_encoding="no"), TypeError, "positional_encoding must be a bool"),
+    R(models.Transformer, "decode with src_mask and src", lambda: seq2seq().decode(ids(2, 3), floats(2, 4, 8), bools(2, 1, 1, 4), src=ids(2, 4)), ValueError, "not both"),
+    R(models.Transformer, "decode with a float src_mask", lambda: seq2seq().decode(ids(2, 3), floats(2, 4, 8), torch.ones(2, 1, 1, 4)), TypeError, "mask must have dtype torch.bool"),
+    R(models.Transformer, "decode_step past max_len", lambda: models.Transformer(6, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16, max_len=4).decode_step(ids(2, 5), floats(2, 3, 8), seq2seq().init_cache()), ValueError, "tgt has 5 positions"),
+    R(decoding.greedy_decode, "bos_id outside the vocabulary", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 4, 99, 2, 0), ValueError, "bos_id=99 is not a token of the model's target vocabulary of 7"),
+    R(decoding.sample_decode, "bos_id outside the vocabulary", lambda: decoding.sample_decode(seq2seq(), ids(2, 3), 4, 99, 2, 0), ValueError, "bos_id=99 is not a token"),
+    R(decoding.beam_search, "bos_id outside the vocabulary", lambda: decoding.beam_search(seq2seq(), ids(2, 3), 2, 4, 99, 2, 0), ValueError, "bos_id=99 is not a token"),
+    R(decoding.sample_decode, "return_scores 'yes'", lambda: decoding.sample_decode(seq2seq(), ids(2, 3), 4, 1, 2, 0, return_scores="yes"), TypeError, "return_scores must be a bool"),
+    R(decoding.greedy_decode, "return_scores 'False'", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 4, 1, 2, 0, return_scores="False"), TypeError, "return_scores must be a bool"),
+    R(decoding.greedy_decode, "suppress_bos 'no'", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 4, 1, 2, 0, suppress_bos="no"), TypeError, "suppress_bos must be a bool"),
+    R(decoding.sample_decode, "an empty batch", lambda: decoding.sample_decode(seq2seq(), ids(0, 5), 4, 1, 2, 0), ValueError, "src must hold at least one sequence (batch >= 1)"),
+    R(training.fit, "desc=3", lambda: training.fit(tagger(), (ids(4, 3), ids(4, 3, high=3)), epochs=1, desc=3, progress=False), TypeError, "desc must be a str"),
+    R(measure.count_parameters, "trainable_only 'yes'", lambda: measure.count_parameters(nn.Linear(2, 2), trainable_only="yes"), TypeError, "trainable_only must be a bool"),
+    R(measure.count_parameters, "trainable_only 2", lambda: measure.count_parameters(nn.Linear(2, 2), trainable_only=2), TypeError, "trainable_only must be a bool"),
+    R(plotting.plot_heatmap, "colorbar 'False'", lambda: plotting.plot_heatmap(floats(2, 2), colorbar="False"), TypeError, "colorbar must be a bool"),
+    R(plotting.plot_attention, "colorbar 'yes'", lambda: plotting.plot_attention(torch.full((2, 2), 0.5), colorbar="yes"), TypeError, "colorbar must be a bool"),
+    R(plotting.plot_attention, "title=3", lambda: plotting.plot_attention(torch.full((2, 2), 0.5), title=3), TypeError, "title must be a str or None"),
+    R(plotting.plot_heatmap, "unknown cmap", lambda: plotting.plot_heatmap(floats(2, 2), cmap="no-such-map"), ValueError, "cmap must name a matplotlib colormap"),
+    R(plotting.plot_history, "title=3", lambda: plotting.plot_history(history(), title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_alternating_stack, "title=3", lambda: diagrams.draw_alternating_stack(title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_alternating_stack, "num_layers=10**6", lambda: diagrams.draw_alternating_stack(num_layers=10**6), ValueError, "num_layers=1000000 is more than a diagram can show"),
+    R(diagrams.draw_local_attention, "n_frames=10**6", lambda: diagrams.draw_local_attention(n_frames=10**6), ValueError, "more than a diagram can show"),
+    R(diagrams.draw_multi_head, "num_heads=10**6", lambda: diagrams.draw_multi_head(num_heads=10**6), ValueError, "more than a diagram can show"),
+    R(diagrams.draw_qkv_flow, "n_inputs=10**6", lambda: diagrams.draw_qkv_flow(n_inputs=10**6), ValueError, "more than a diagram can show"),
+    R(diagrams.draw_decoding_loop, "10**4 words", lambda: diagrams.draw_decoding_loop(words=["w"] * 10**4), ValueError, "more than a diagram can show"),
+    R(diagrams.draw_encoder_block, "title=3", lambda: diagrams.draw_encoder_block(title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_encoder_decoder, "title=3", lambda: diagrams.draw_encoder_decoder(title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_matrix_form, "title=3", lambda: diagrams.draw_matrix_form(title=3), TypeError, "title must be a str or None"),
+    R(diagrams.draw_decoding_loop, "title=3", lambda: diagrams.draw_decoding_loop(title=3), TypeError, "title must be a str or None"),
+    R(utils.validated, "a validator that is not callable", lambda: utils.validated(3), TypeError, "validator must be a callable"),
+    R(utils.validated, "trusted a string", lambda: utils.validated(print, trusted="no"), TypeError, "trusted must be a bool"),
     R(utils.seed_everything, "float seed", lambda: utils.seed_everything(1.5), TypeError, "seed must be an int"),
     R(utils.seed_everything, "bool seed", lambda: utils.seed_everything(True), TypeError, "seed must be an int"),
     R(utils.seed_everything, "0 threads", lambda: utils.seed_everything(0, num_threads=0), ValueError, "num_threads must be >= 1"),
@@ -300,9 +369,9 @@ ROWS: list[Row] = [
     R(positional.RotaryEmbedding, "base = 1", lambda: positional.RotaryEmbedding(4, base=1), ValueError, "base must be a finite number > 1"),
     R(positional.RotaryEmbedding, "odd d_head", lambda: positional.RotaryEmbedding(3), ValueError, "d_head must be even"),
     R(positional.RotaryEmbedding, "x of another width", lambda: positional.RotaryEmbedding(4)(floats(2, 3, 6)), ValueError, "x must have shape (..., seq, d_head=4)"),
-    R(positional.RotarySelfAttention, "odd d_head", lambda: positional.RotarySelfAttention(6, 2), ValueError, "needs an even d_head"),
-    R(positional.RotarySelfAttention, "positions of another length", lambda: positional.RotarySelfAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.arange(4)), ValueError, "positions must have shape (seq,) or (batch, seq)"),
-    R(positional.RotarySelfAttention, "inf position", lambda: positional.RotarySelfAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.tensor([0.0, 1.0, INF])), ValueError, "positions must be finite"),
+    R(positional.RotaryAttention, "odd d_head", lambda: positional.RotaryAttention(6, 2), ValueError, "needs an even d_head"),
+    R(positional.RotaryAttention, "positions of another length", lambda: positional.RotaryAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.arange(4)), ValueError, "positions must have shape (seq,) or (batch, seq)"),
+    R(positional.RotaryAttention, "inf position", lambda: positional.RotaryAttention(8, 2)(floats(2, 3, 8), floats(2, 3, 8), floats(2, 3, 8), positions=torch.tensor([0.0, 1.0, INF])), ValueError, "positions must be finite"),
     # measure
     R(measure.peak_tensor_memory, "not callable", lambda: measure.peak_tensor_memory(3), TypeError, "fn must be a callable"),
     R(measure.median_time, "repeats = 0", lambda: measure.median_time(lambda: None, repeats=0), ValueError, "repeats must be an int >= 1, got 0"),
@@ -438,6 +507,23 @@ ROWS: list[Row] = [
     R(synthesizer.DenseSynthesizerAttention, "longer than seq_len", lambda: synthesizer.DenseSynthesizerAttention(8, 2, seq_len=3)(*qkv(d=8)), ValueError, "was built for seq_len=3"),
     R(synthesizer.RandomSynthesizerAttention, "fixed 'yes'", lambda: synthesizer.RandomSynthesizerAttention(8, 2, seq_len=4, fixed="yes"), TypeError, "fixed must be a bool"),
     R(synthesizer.RandomSynthesizerAttention, "seq_len = 0", lambda: synthesizer.RandomSynthesizerAttention(8, 2, seq_len=0), ValueError, "seq_len must be >= 1"),
+    # variants (issue 18): the rule for what a variant cannot do, seeds, empty inputs, ids
+    *[R(cls, "float64 input to a float32 module", lambda cls=cls: variant(cls)(*qkv(d=8, n=4, batch=2, dtype=torch.float64)), TypeError, "must have the module's dtype torch.float32, got torch.float64") for cls in VARIANTS],
+    R(clustering.clustered_attention, "(batch, n) ids for (batch, heads, n, d) queries", lambda: clustering.clustered_attention(floats(2, 1, 4, 6), floats(2, 1, 4, 6), floats(2, 1, 4, 6), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long), 2), ValueError, "query_clusters must have shape (..., rounds, 4) = (2, 1, rounds, 4)"),
+    R(clustering.clustered_attention, "(batch, heads, n) ids without the rounds", lambda: clustering.clustered_attention(floats(2, 1, 4, 6), floats(2, 1, 4, 6), floats(2, 1, 4, 6), torch.zeros(2, 1, 4, dtype=torch.long), torch.zeros(2, 1, 4, dtype=torch.long), 2), ValueError, "add the rounds dimension"),
+    R(clustering.cluster_mask, "batches do not broadcast", lambda: clustering.cluster_mask(torch.zeros(3, 1, 4, dtype=torch.long), torch.zeros(2, 1, 4, dtype=torch.long)), ValueError, "must broadcast"),
+    R(clustering.random_rotations, "float seed", lambda: clustering.random_rotations(4, 2, seed=1.5), TypeError, "seed must be an int"),
+    R(clustering.random_rotations, "bool seed", lambda: clustering.random_rotations(4, 2, seed=True), TypeError, "seed must be an int"),
+    R(clustering.kmeans, "str seed", lambda: clustering.kmeans(floats(5, 3), 2, seed="a"), TypeError, "seed must be an int"),
+    R(clustering.LSHAttention, "float seed", lambda: clustering.LSHAttention(8, 2, seed=1.5), TypeError, "seed must be an int"),
+    R(clustering.RoutingAttention, "str seed", lambda: clustering.RoutingAttention(8, 2, seed="0"), TypeError, "seed must be an int"),
+    R(sparse.global_attention, "global_positions None", lambda: sparse.global_attention(*qkv(), None), TypeError, "global_positions must be a list of positions"),
+    R(sparse.global_attention, "global_positions a str", lambda: sparse.global_attention(*qkv(), "0"), TypeError, "global_positions must be a list of positions"),
+    R(sparse.global_attention, "q a list", lambda: sparse.global_attention([1.0], *qkv()[1:], [0]), TypeError, "q must be a torch.Tensor"),
+    R(sparse.global_attention, "q 1-D", lambda: sparse.global_attention(floats(4), *qkv()[1:], [0]), ValueError, "q must"),
+    R(patterns.random_mask, "unknown device", lambda: patterns.random_mask(4, 1, device="tpu0"), ValueError, "device"),
+    R(patterns.random_mask, "device a float", lambda: patterns.random_mask(4, 1, device=3.5), TypeError, "device must be None, a device name"),
+    R(linear.LinearAttention, "a negative feature map", lambda: linear.LinearAttention(8, 2, feature_map=lambda x: x)(*qkv(d=8)), ValueError, "feature_map must give non-negative features"),
     # data: section 07
     R(long_range.retrieval_vocab_size, "n_keys = 0", lambda: long_range.retrieval_vocab_size(0), ValueError, "n_keys must be >= 1"),
     R(long_range.retrieval_task, "float seed", lambda: long_range.retrieval_task(4, 16, seed=1.5), TypeError, "seed must be an int"),
@@ -449,7 +535,8 @@ ROWS: list[Row] = [
     R(patterns.head_patterns, "float pattern", lambda: patterns.head_patterns([torch.rand(3, 3)]), TypeError, "patterns[0] must have dtype bool"),
     R(patterns.receptive_field, "float mask", lambda: patterns.receptive_field(torch.eye(3), 1), TypeError, "mask must have dtype bool"),
     R(base.PatternAttention, "d_model not divisible", lambda: base.PatternAttention(6, 4), ValueError, "not divisible by num_heads=4"),
-    R(base.check_key_mask, "float key mask", lambda: base.check_key_mask(torch.rand(2, 4), (2,)), TypeError, "key_mask must have dtype bool"),
+    R(base.AttentionVariant, "d_model not divisible", lambda: base.AttentionVariant(6, 4), ValueError, "not divisible by num_heads=4"),
+    R(local.local_attention, "float key mask", lambda: local.local_attention(*qkv(), 1, key_mask=torch.rand(2, 4)), TypeError, "key_mask must have dtype bool"),
     R(local.LocalAttention, "window = -1", lambda: local.LocalAttention(8, 2, window=-1), ValueError, "window must be >= 0"),
     R(sparse.strided_attention, "stride = 0", lambda: sparse.strided_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), 0), ValueError, "stride must be >= 1"),
     R(sparse.sparse_attention, "float key_index", lambda: sparse.sparse_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), torch.rand(4, 2)), TypeError, "key_index must have dtype integer"),
@@ -463,7 +550,7 @@ ROWS: list[Row] = [
     R(clustering.random_rotations, "odd n_buckets", lambda: clustering.random_rotations(4, 3), ValueError, "n_buckets must be even"),
     R(clustering.kmeans, "n_clusters = 0", lambda: clustering.kmeans(floats(5, 3), 0), ValueError, "n_clusters must be >= 1"),
     R(clustering.cluster_mask, "float clusters", lambda: clustering.cluster_mask(floats(4), floats(4)), TypeError, "query_clusters must have dtype integer"),
-    R(clustering.clustered_attention, "cluster id outside", lambda: clustering.clustered_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), torch.full((2, 4), 5), torch.zeros(2, 4, dtype=torch.long), 2), ValueError, "query_clusters must lie in [0, 1]"),
+    R(clustering.clustered_attention, "cluster id outside", lambda: clustering.clustered_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), torch.full((2, 1, 4), 5), torch.zeros(2, 1, 4, dtype=torch.long), 2), ValueError, "query_clusters must lie in [0, 1]"),
     R(clustering.LSHAttention, "n_hashes = 0", lambda: clustering.LSHAttention(8, 2, n_hashes=0), ValueError, "n_hashes must be >= 1"),
     R(clustering.RoutingAttention, "decay = nan", lambda: clustering.RoutingAttention(8, 2, decay=NAN), ValueError, "decay must be in [0, 1)"),
     # training (issue 12 owns the checks of fit/evaluate: rows for what is refused today)
@@ -499,8 +586,8 @@ ROWS: list[Row] = [
     R(training.default_forward, "batch of one tensor", lambda: training.default_forward(tagger(), (ids(2, 3),)), TypeError, "batch must be a tuple (inputs..., targets)"),
     R(training.default_forward, "batch a tensor", lambda: training.default_forward(tagger(), ids(2, 3)), TypeError, "batch must be a tuple (inputs..., targets)"),
     # variants: the helpers section 06 derives
-    R(base.as_key_mask, "float mask", lambda: base.as_key_mask(floats(1, 1, 1, 4)), TypeError, "mask must have dtype bool"),
-    R(base.as_key_mask, "3-D mask", lambda: base.as_key_mask(bools(2, 1, 4)), ValueError, "mask must have shape (n_k,), (n_q, n_k) or"),
+    R(local.LocalAttention, "float mask", lambda: local.LocalAttention(8, 2)(*qkv(d=8), floats(1, 1, 1, 4)), TypeError, "mask must have dtype torch.bool"),
+    R(local.LocalAttention, "3-D mask", lambda: local.LocalAttention(8, 2)(*qkv(d=8), bools(2, 1, 4)), ValueError, "3-D"),
     R(clustering.nearest_centroid, "centroids of another width", lambda: clustering.nearest_centroid(floats(5, 3), floats(2, 4)), ValueError, "centroids must have the width d = 3"),
     R(clustering.nearest_centroid, "no centroid", lambda: clustering.nearest_centroid(floats(5, 3), floats(0, 3)), ValueError, "centroids (..., C >= 1, d)"),
     R(clustering.nearest_centroid, "integer x", lambda: clustering.nearest_centroid(ids(5, 3), floats(2, 3)), TypeError, "x must have dtype floating"),
@@ -537,12 +624,16 @@ ROWS: list[Row] = [
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {
-    "lectures_lib.attention.KeyValueCache": "a container the decoder fills step by step; it holds "
+    "lectures_lib.cache.KeyValueCache": "a container the decoder fills step by step; it holds "
     "what the library's own forward_cached appends",
-    "lectures_lib.attention.kv_cache_problem": "accepts any object: it answers with the reason a "
+    "lectures_lib.cache.kv_cache_problem": "accepts any object: it answers with the reason a "
     "module cannot use the cache, or None",
-    "lectures_lib.models.DecoderCache": "built by Transformer.init_cache, not by hand",
+    "lectures_lib.cache.DecoderCache": "built by Transformer.init_cache, not by hand",
+    "lectures_lib.positional.RotarySelfAttention": "the deprecated old name of RotaryAttention (a "
+    "subclass that only warns): RotaryAttention's rows cover it",
     "lectures_lib.utils.at_boundary": "takes no argument",
+    "lectures_lib.utils.validated": "a decorator the library's own modules apply to their entry "
+    "points; the rows of those entry points test it",
     "lectures_lib.utils.inside_library": "takes no argument",
     "lectures_lib.layers.AttentionFactory": "a type alias, not a function",
     "lectures_lib.measure.MemoryReport": "a record the library fills; it holds what it is given",

@@ -28,8 +28,8 @@ from lectures_lib.attention import (
     scaled_dot_product_attention,
     split_heads,
 )
+from lectures_lib.layers import DecoderLayer, EncoderLayer
 from lectures_lib.positional import sinusoidal_encoding
-from lectures_lib.transformer import DecoderLayer, EncoderLayer
 
 # ---------------------------------------------------------------------------------------------
 # Independent references

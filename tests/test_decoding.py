@@ -15,7 +15,7 @@ from lectures_lib.decoding import (
     sentence_bleu,
     sequence_log_prob,
 )
-from lectures_lib.transformer import Transformer
+from lectures_lib.models import Transformer
 
 PAD, BOS, EOS = 0, 1, 2
 

@@ -12,8 +12,8 @@ from lectures_lib.attention import (
 )
 from lectures_lib.decoding import beam_search, greedy_decode, sequence_log_prob
 from lectures_lib.layers import DecoderLayer
-from lectures_lib.positional import RotarySelfAttention
-from lectures_lib.transformer import Transformer
+from lectures_lib.models import Transformer
+from lectures_lib.positional import RotaryAttention
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -69,7 +69,7 @@ def _sources(seed):
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
-@pytest.mark.parametrize("decoder_attention", [None, RotarySelfAttention])
+@pytest.mark.parametrize("decoder_attention", [None, RotaryAttention])
 def test_decode_step_equals_decode_on_the_prefix(norm_first, decoder_attention):
     model = _model(2, norm_first, decoder_attention=decoder_attention).double()
     src = _sources(0)
@@ -86,7 +86,7 @@ def test_decode_step_equals_decode_on_the_prefix(norm_first, decoder_attention):
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
-@pytest.mark.parametrize("decoder_attention", [None, RotarySelfAttention])
+@pytest.mark.parametrize("decoder_attention", [None, RotaryAttention])
 def test_cached_decoding_gives_the_same_tokens_and_scores(norm_first, decoder_attention):
     for seed in range(4):
         model = _model(seed, norm_first, decoder_attention=decoder_attention)
@@ -135,14 +135,14 @@ class DeclaredLocal(LocalOnly):
     supports_kv_cache = True
 
 
-class RotaryChanged(RotarySelfAttention):
+class RotaryChanged(RotaryAttention):
     def attend(self, q, k, v, mask, need_weights):
         return super().attend(q, k, v, mask, need_weights)
 
 
 def test_a_variant_that_does_not_declare_cache_support_is_refused_clearly():
     assert kv_cache_problem(MultiHeadAttention(8, 2)) is None
-    assert kv_cache_problem(RotarySelfAttention(8, 2)) is None
+    assert kv_cache_problem(RotaryAttention(8, 2)) is None
     assert kv_cache_problem(DeclaredLocal(8, 2)) is None
     assert "LocalOnly overrides `attend`" in kv_cache_problem(LocalOnly(8, 2))
     assert "RotaryChanged overrides `attend`" in kv_cache_problem(RotaryChanged(8, 2))

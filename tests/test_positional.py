@@ -11,8 +11,8 @@ from torch import nn
 from lectures_lib.attention import MultiHeadAttention
 from lectures_lib.positional import (
     LearnedPositionalEmbedding,
+    RotaryAttention,
     RotaryEmbedding,
-    RotarySelfAttention,
     SinusoidalEncoding,
     apply_rotary,
     sinusoidal_encoding,
@@ -305,7 +305,7 @@ def test_rotary_embedding_module_equals_function():
 
 def test_rotary_attention_without_rotation_is_multi_head_attention():
     torch.manual_seed(0)
-    rotary = RotarySelfAttention(16, num_heads=2)
+    rotary = RotaryAttention(16, num_heads=2)
     plain = MultiHeadAttention(16, 2)
     plain.load_state_dict(rotary.state_dict())  # same parameters, the rotation adds none
     x = torch.randn(3, 5, 16)
@@ -321,18 +321,18 @@ def test_rotary_attention_without_rotation_is_multi_head_attention():
 def test_rotary_attention_from_torch():
     torch.manual_seed(1)
     reference = nn.MultiheadAttention(8, 2, batch_first=True)
-    ours = RotarySelfAttention.from_torch(reference)
+    ours = RotaryAttention.from_torch(reference)
     x = torch.randn(2, 4, 8)
     out, _ = ours(x, x, x, positions=torch.zeros(4))
     expected, _ = reference(x, x, x)
     assert torch.allclose(out, expected, atol=1e-6)
     with pytest.raises(ValueError, match="kdim and vdim must equal embed_dim"):
-        RotarySelfAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
+        RotaryAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
 
 
 def test_rotary_attention_is_translation_invariant_and_masks():
     torch.manual_seed(0)
-    attention = RotarySelfAttention(16, num_heads=4).eval()
+    attention = RotaryAttention(16, num_heads=4).eval()
     x = torch.randn(2, 6, 16)
     out, weights = attention(x, x, x)
     shifted, shifted_weights = attention(x, x, x, positions=torch.arange(6) + 97)
@@ -353,12 +353,12 @@ def test_rotary_attention_is_translation_invariant_and_masks():
 
 
 def test_rotary_attention_gradients_and_errors():
-    attention = RotarySelfAttention(8, num_heads=2)
+    attention = RotaryAttention(8, num_heads=2)
     x = torch.randn(2, 3, 8, requires_grad=True)
     attention(x, x, x)[0].sum().backward()
     assert x.grad is not None and attention.q_proj.weight.grad.abs().sum() > 0
     with pytest.raises(ValueError, match=r"even d_head.*d_head=3"):
-        RotarySelfAttention(6, num_heads=2)
+        RotaryAttention(6, num_heads=2)
     with pytest.raises(ValueError, match=r"positions must have shape \(seq,\) or \(batch, seq\)"):
         attention(x, x, x, positions=torch.arange(4))
     short = torch.randn(2, 3, 4)
@@ -369,11 +369,11 @@ def test_rotary_attention_gradients_and_errors():
 
 
 def test_rotary_attention_is_an_override_of_project_only():
-    # The seam: RotarySelfAttention changes how queries and keys are formed, nothing else.
-    assert RotarySelfAttention.attend is MultiHeadAttention.attend
-    assert RotarySelfAttention.project is not MultiHeadAttention.project
+    # The seam: RotaryAttention changes how queries and keys are formed, nothing else.
+    assert RotaryAttention.attend is MultiHeadAttention.attend
+    assert RotaryAttention.project is not MultiHeadAttention.project
     torch.manual_seed(0)
-    attention = RotarySelfAttention(8, num_heads=2)
+    attention = RotaryAttention(8, num_heads=2)
     x = torch.randn(2, 5, 8)
     q, k, v = attention.project(x, x, x)  # (batch, heads, seq, d_head) each
     plain_q, plain_k, plain_v = MultiHeadAttention.project(attention, x, x, x)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..transformer import layer_norm, sublayer_connection
+from ..layers import layer_norm, sublayer_connection
 from ._base import Mistake, call, checker, expect_tensor
 
 __all__ = ["check_layer_norm", "check_sublayer_connection"]

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from lectures_lib.checks import check_layer_norm, check_sublayer_connection
-from lectures_lib.transformer import layer_norm, sublayer_connection
+from lectures_lib.layers import layer_norm, sublayer_connection
 
 torch.set_num_threads(1)
 

@@ -64,28 +64,3 @@ def decoder_is_causal(factory, n=10):
     grads = [p.grad for p in attention.parameters() if p.requires_grad]
     assert any(g is not None and bool(g.abs().sum() > 0) for g in grads)
     return True
-
-
-def encoder_only_in_transformer(factory, name, n=10):
-    """``factory`` as the Transformer's encoder attention (padded sources) trains a step; as the
-    decoder's masked self-attention it raises an error that names the variant and the causal mask."""
-    torch.manual_seed(0)
-    model = Transformer(11, 13, d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1,
-                        d_ff=32, max_len=n, encoder_attention=factory)
-    src = torch.randint(1, 11, (2, n))
-    src[1, 6:] = 0  # padding (pad_id 0)
-    tgt = torch.randint(1, 13, (2, n))
-    logits = model(src, tgt)
-    assert logits.shape == (2, n, 13) and bool(torch.isfinite(logits).all())
-    logits.sum().backward()
-    attention = model.encoder.layers[0].self_attn
-    assert all(p.grad is not None for p in attention.parameters() if p.requires_grad)
-    decoder_model = Transformer(11, 13, d_model=16, num_heads=2, num_encoder_layers=1,
-                                num_decoder_layers=1, d_ff=32, max_len=n, decoder_attention=factory)
-    try:
-        decoder_model(src, tgt)
-    except ValueError as error:
-        assert name in str(error) and "causal" in str(error), str(error)
-    else:
-        raise AssertionError(f"{name} accepted a causal mask it cannot honour")
-    return True

@@ -111,14 +111,15 @@ def assert_module_gradients_equal_dense(module, x, mask=None):
 def train_through_factory(factory, steps=80, seed=0):
     """Train a 1-layer EncoderTagger built with ``attention=factory`` to label every token with
     itself (learnable whatever the pattern); returns (first loss, last loss, whether the
-    attention's W^Q changed, i.e. gradients flowed through the variant)."""
+    attention's W^V changed, i.e. gradients flowed through the variant: every variant uses the
+    values, not every one the queries)."""
     from lectures_lib.models import EncoderTagger
 
     torch.manual_seed(seed)
     model = EncoderTagger(12, 12, d_model=32, num_heads=2, num_layers=1, d_ff=64, pad_id=None,
                           attention=factory)
     attention = model.encoder.layers[0].self_attn
-    before = attention.q_proj.weight.detach().clone()
+    before = attention.v_proj.weight.detach().clone()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     tokens = torch.randint(0, 12, (64, 16))
     labels = tokens
@@ -130,5 +131,5 @@ def train_through_factory(factory, steps=80, seed=0):
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    changed = not torch.equal(before, attention.q_proj.weight.detach())
+    changed = not torch.equal(before, attention.v_proj.weight.detach())
     return losses[0], losses[-1], changed

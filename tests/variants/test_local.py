@@ -221,22 +221,6 @@ def test_local_attention_module_equals_dense_under_local_mask(window, batch, n):
     assert_module_gradients_equal_dense(module, x, padding)
 
 
-def test_local_attention_module_is_a_factory_and_trains():
-    from functools import partial
-
-    from lectures_lib.models import EncoderTagger
-    from lectures_lib.variants import LocalAttention
-
-    from .helpers import train_through_factory
-
-    module = LocalAttention(16, 4)  # defaults for its own settings
-    assert module.window == 8
-    tagger = EncoderTagger(10, 3, d_model=16, num_heads=2, attention=partial(LocalAttention, window=8))
-    assert all(isinstance(layer.self_attn, LocalAttention) for layer in tagger.encoder.layers)
-    first, last, changed = train_through_factory(partial(LocalAttention, window=2))
-    assert changed and last < 0.5 * first, (first, last)
-
-
 def test_local_attention_module_dropout_only_while_training():
     from lectures_lib.variants import LocalAttention
 

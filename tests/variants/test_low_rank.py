@@ -11,7 +11,7 @@ from lectures_lib.attention import MultiHeadAttention, scaled_dot_product_attent
 from lectures_lib.masks import causal_mask, key_padding_mask
 from lectures_lib.variants import CompressedAttention, LinformerAttention
 
-from .factory_helpers import encoder_only_in_transformer, retrieval_accuracy
+from .factory_helpers import retrieval_accuracy
 from .helpers import LargestTensor
 
 
@@ -156,11 +156,3 @@ def test_low_rank_trains_through_the_factory(factory):
     these mixtures of positions: about 0.5 measured)."""
     accuracy = retrieval_accuracy(factory, n_keys=1)
     assert accuracy > 0.9, f"reached only {accuracy:.2f} (chance 0.25)"
-
-
-@pytest.mark.parametrize(("factory", "name"), [
-    (lambda d, h, p: LinformerAttention(d, h, p, seq_len=10, k=4), "LinformerAttention"),
-    (lambda d, h, p: CompressedAttention(d, h, p, stride=3), "CompressedAttention"),
-])
-def test_low_rank_in_the_transformer_encoder_not_the_decoder(factory, name):
-    assert encoder_only_in_transformer(factory, name)

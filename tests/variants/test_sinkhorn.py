@@ -13,7 +13,7 @@ from lectures_lib.attention import MultiHeadAttention
 from lectures_lib.masks import causal_mask, key_padding_mask
 from lectures_lib.variants import SinkhornAttention, sinkhorn
 
-from .factory_helpers import encoder_only_in_transformer, retrieval_accuracy
+from .factory_helpers import retrieval_accuracy
 from .helpers import LargestTensor
 
 
@@ -166,8 +166,3 @@ def test_sinkhorn_attention_refuses_what_it_cannot_do():
 def test_sinkhorn_attention_trains_through_the_factory():
     accuracy = retrieval_accuracy(SinkhornAttention)
     assert accuracy > 0.9, f"SinkhornAttention reached only {accuracy:.2f} (chance 0.25)"
-
-
-def test_sinkhorn_in_the_transformer_encoder_not_the_decoder():
-    assert encoder_only_in_transformer(lambda d, h, p: SinkhornAttention(d, h, p, block_size=4),
-                                       "SinkhornAttention")
