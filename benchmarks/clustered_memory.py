@@ -32,11 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from lectures_lib.attention import MultiHeadAttention  # noqa: E402
 from lectures_lib.measure import peak_tensor_memory  # noqa: E402
 from lectures_lib.variants import LocalAttention, LSHAttention, RoutingAttention  # noqa: E402
-from lectures_lib.variants.chunked import (  # noqa: E402
-    BalancedRoutingAttention,
-    ReformerAttention,
-    blocked_local_attention,
-)
+from lectures_lib.variants.chunked import BalancedRoutingAttention, ReformerAttention  # noqa: E402
 
 D_MODEL, HEADS, PER_CLUSTER, WINDOW = 64, 2, 64, 32
 DEFAULT_SIZES = (1024, 2048, 4096, 8192, 16384)
@@ -44,11 +40,18 @@ NAMES = ("fused", "local (unfold)", "local (blocked)", "lsh (padded buckets)", "
          "routing (nearest)", "routing (balanced)")
 
 
-class BlockedLocal(LocalAttention):
-    """``LocalAttention`` on the blocked engine (until ``local_attention`` itself is blocked)."""
+class UnfoldLocal(LocalAttention):
+    """The course's earlier local engine, kept here to measure it: sliding windows (``unfold``),
+    whose product with the queries copies the keys 2w + 1 times."""
 
     def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
-        return blocked_local_attention(q, k, v, self.window, key_mask=key_mask), None
+        width = 2 * self.window + 1
+        keys = torch.nn.functional.pad(k, (0, 0, self.window, self.window)).unfold(-2, width, 1)
+        values = torch.nn.functional.pad(v, (0, 0, self.window, self.window)).unfold(-2, width, 1)
+        scores = (q.unsqueeze(-2) @ keys).squeeze(-2) / math.sqrt(q.shape[-1])  # (..., n, 2w + 1)
+        index = torch.arange(q.shape[-2])[:, None] + torch.arange(-self.window, self.window + 1)
+        scores = scores.masked_fill((index < 0) | (index >= q.shape[-2]), float("-inf"))
+        return (values @ scores.softmax(-1).unsqueeze(-1)).squeeze(-1), None
 
 
 def build(name: str, n: int) -> torch.nn.Module:
@@ -57,9 +60,9 @@ def build(name: str, n: int) -> torch.nn.Module:
     if name == "fused":
         return MultiHeadAttention(D_MODEL, HEADS)
     if name == "local (unfold)":
-        return LocalAttention(D_MODEL, HEADS, window=WINDOW)
+        return UnfoldLocal(D_MODEL, HEADS, window=WINDOW)
     if name == "local (blocked)":
-        return BlockedLocal(D_MODEL, HEADS, window=WINDOW)
+        return LocalAttention(D_MODEL, HEADS, window=WINDOW)
     if name == "lsh (padded buckets)":
         return LSHAttention(D_MODEL, HEADS, n_buckets=buckets, n_hashes=2)
     if name == "reformer":

@@ -1,14 +1,10 @@
-r"""Local and clustered attention that are efficient for real: equal-size blocks, never the
-:math:`N \times N` matrix, memory linear in :math:`N`.
+r"""Clustered attention that is efficient for real: equal-size groups, never the
+:math:`N \times N` matrix, memory linear in :math:`N` (local attention's blocks are in
+:mod:`.local`).
 
-Three forms, each with the dense reference it is tested against (dense attention under a mask
+Two forms, each with the dense reference it is tested against (dense attention under a mask
 that this module also builds, for small :math:`N` only):
 
-* :func:`blocked_local_attention`: local attention (局部注意力), :math:`|i - j| \le w`. The
-  sequence is cut into blocks of :math:`b = w` queries; block :math:`c` needs only the key blocks
-  :math:`c - 1, c, c + 1`, so the scores are ``(..., N / b, b, 3b)``: :math:`3 N w` numbers, and
-  the keys are padded once (no sliding-window copies). Exact: equal to dense attention under
-  ``local_mask(n, w)``.
 * :func:`lsh_chunked_attention`: Reformer's construction (Kitaev et al. 2020). Sort the positions
   by hash bucket (哈希桶), cut the sorted order into equal chunks of ``chunk_size``, and let every
   chunk attend to itself and to the previous chunk (the first chunk to the last). Queries and keys
@@ -36,21 +32,13 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..attention import fused_attention, masked_softmax, scaled_dot_product_attention
-from ..utils import (
-    check_non_negative_int,
-    check_positive_int,
-    check_probability,
-    check_qkv,
-    check_tensor,
-    inside_library,
-    validated,
-)
-from .base import as_key_mask, check_key_mask
+from ..attention import fused_attention, scaled_dot_product_attention
+from ..utils import validated
+from . import _validate
+from .base import split_mask
 from .clustering import LSHAttention, RoutingAttention, lsh_buckets
 
 __all__ = [
-    "blocked_local_attention",
     "lsh_chunk_mask",
     "lsh_chunked_attention",
     "drop_self",
@@ -61,193 +49,6 @@ __all__ = [
     "ReformerAttention",
     "BalancedRoutingAttention",
 ]
-
-
-# ---------------------------------------------------------------------------------------------
-# Validators (checked once, at the door)
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_self_attention(q, k, v, key_mask, dropout_p) -> None:
-    check_qkv(q, k, v)
-    if k.shape[-2] != q.shape[-2]:
-        raise ValueError(
-            "this is self-attention over positions: it needs as many queries as keys, got q "
-            f"{tuple(q.shape)} and k {tuple(k.shape)}"
-        )
-    check_probability(dropout_p, "dropout_p")
-    if key_mask is not None:
-        check_key_mask(key_mask, q.shape[:-1])
-
-
-def _validate_blocked_local(q, k, v, window, *, key_mask=None, dropout_p=0.0, need_weights=False):
-    _check_self_attention(q, k, v, key_mask, dropout_p)
-    check_non_negative_int(window, "window")
-    if not isinstance(need_weights, bool):
-        raise TypeError(f"need_weights must be a bool, got {type(need_weights).__name__}")
-
-
-def _check_buckets(buckets, n, name="buckets") -> None:
-    check_tensor(buckets, name, dtype="integer")
-    if buckets.dim() < 2 or buckets.shape[-1] != n or buckets.shape[-2] == 0:
-        raise ValueError(f"{name} must have shape (..., rounds >= 1, {n}), got {tuple(buckets.shape)}")
-    if buckets.numel() and int(buckets.min()) < 0:
-        raise ValueError(f"{name} must be >= 0 (bucket ids), got a minimum of {int(buckets.min())}")
-
-
-def _validate_lsh_chunked(q, k, v, buckets, chunk_size, *, same_bucket=True, exclude_self=False,
-                          key_mask=None, dropout_p=0.0):
-    _check_self_attention(q, k, v, key_mask, dropout_p)
-    _check_buckets(buckets, q.shape[-2])
-    _check_lead(buckets.shape[:-2], q.shape[:-2], "buckets")
-    check_positive_int(chunk_size, "chunk_size")
-    for name, flag in (("same_bucket", same_bucket), ("exclude_self", exclude_self)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-
-
-def _validate_lsh_chunk_mask(buckets, chunk_size, *, same_bucket=True):
-    check_tensor(buckets, "buckets", dtype="integer")
-    if buckets.dim() < 2:
-        raise ValueError(f"buckets must have shape (..., rounds, n), got {tuple(buckets.shape)}")
-    _check_buckets(buckets, buckets.shape[-1])
-    check_positive_int(chunk_size, "chunk_size")
-
-
-def _check_lead(shape, lead, name) -> None:
-    if len(shape) > len(lead) or any(
-        size not in (1, target) for size, target in zip(reversed(shape), reversed(lead), strict=False)
-    ):
-        raise ValueError(
-            f"the leading dimensions of {name} {tuple(shape)} must equal those of q {tuple(lead)} "
-            "or be 1"
-        )
-
-
-def _check_members(members, n, name) -> None:
-    check_tensor(members, name, dtype="integer")
-    if members.dim() < 2:
-        raise ValueError(f"{name} must have shape (..., clusters, size), got {tuple(members.shape)}")
-    if members.numel():
-        if int(members.min()) < 0 or int(members.max()) >= n:
-            raise ValueError(
-                f"{name} must hold positions in [0, {n - 1}], got values from "
-                f"{int(members.min())} to {int(members.max())}"
-            )
-        ordered = members.sort(dim=-1).values
-        if bool((ordered[..., 1:] == ordered[..., :-1]).any()):
-            raise ValueError(f"{name} lists a position twice in one cluster")
-
-
-def _validate_balanced_members(x, centroids, size):
-    check_tensor(x, "x", dtype="floating")
-    check_tensor(centroids, "centroids", dtype="floating")
-    if x.dim() < 2 or centroids.dim() < 2 or x.shape[-1] != centroids.shape[-1]:
-        raise ValueError(
-            f"x must be (..., n, d) and centroids (..., C, d) with the same d, got x "
-            f"{tuple(x.shape)} and centroids {tuple(centroids.shape)}"
-        )
-    size = check_positive_int(size, "size")
-    if size > x.shape[-2]:
-        raise ValueError(f"size must be at most n = {x.shape[-2]} (the vectors to choose from), got {size}")
-
-
-def _validate_routing(q, k, v, query_members, key_members, *, key_mask=None, dropout_p=0.0):
-    _check_self_attention(q, k, v, key_mask, dropout_p)
-    n = q.shape[-2]
-    _check_members(query_members, n, "query_members")
-    _check_members(key_members, n, "key_members")
-    if query_members.shape[-2] != key_members.shape[-2]:
-        raise ValueError(
-            "query_members and key_members must list the same clusters, got "
-            f"{tuple(query_members.shape)} and {tuple(key_members.shape)}"
-        )
-    _check_lead(query_members.shape[:-2], q.shape[:-2], "query_members")
-    _check_lead(key_members.shape[:-2], q.shape[:-2], "key_members")
-
-
-def _validate_membership_mask(query_members, key_members, n):
-    n = check_positive_int(n, "n")
-    _check_members(query_members, n, "query_members")
-    _check_members(key_members, n, "key_members")
-
-
-# ---------------------------------------------------------------------------------------------
-# Local attention in blocks
-# ---------------------------------------------------------------------------------------------
-
-
-@validated(_validate_blocked_local)
-def blocked_local_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    window: int,
-    *,
-    key_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    need_weights: bool = False,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    r"""Local attention :math:`|i - j| \le w` computed block by block, exact.
-
-    Cut the :math:`N` queries into blocks of :math:`b = \max(w, 1)`. Query block :math:`c` holds
-    positions :math:`cb \dots cb + b - 1`; every key it may see lies in key blocks
-    :math:`c - 1, c, c + 1` (because :math:`w \le b`). So each block computes a ``b x 3b`` score
-    matrix: ``(..., N / b, b, 3b)`` in all, about :math:`3 N w` scores, and the keys and values
-    are padded once by one block on each side (no per-query copies of the neighbours).
-
-    Args:
-        q, k, v: ``(..., n, d_k)``, ``(..., n, d_k)``, ``(..., n, d_v)``.
-        window: :math:`w \ge 0`.
-        key_mask: optional bool ``(..., n)``, True = this key may be attended to.
-        dropout_p: dropout on the weights.
-        need_weights: also return the band weights ``(..., n, 2w + 1)`` in the layout of
-            ``local_attention`` (slot o of row i is key i - w + o).
-
-    Returns ``out`` ``(..., n, d_v)`` (and the band weights); equal to dense attention under
-    ``local_mask(n, window) & key_mask``; a query with no allowed key gets zeros.
-    """
-    n, d_k = q.shape[-2], q.shape[-1]
-    lead = q.shape[:-2]
-    if n == 0:
-        out = v.new_zeros(*lead, 0, v.shape[-1])
-        return (out, q.new_zeros(*lead, 0, 1)) if need_weights else out
-    window = min(window, n - 1)
-    b = max(window, 1)  # block size
-    n_blocks = -(-n // b)
-    pad = n_blocks * b - n
-    queries = F.pad(q, (0, 0, 0, pad)).reshape(*lead, n_blocks, b, d_k)  # (..., nb, b, d_k)
-    keys = F.pad(k, (0, 0, b, b + pad)).reshape(*lead, n_blocks + 2, b, d_k)  # (..., nb+2, b, d_k)
-    values = F.pad(v, (0, 0, b, b + pad)).reshape(*lead, n_blocks + 2, b, v.shape[-1])
-    # Query block c meets key blocks c - 1, c, c + 1 = padded blocks c, c + 1, c + 2 (views).
-    scores = torch.cat(
-        [queries @ keys[..., s : s + n_blocks, :, :].transpose(-2, -1) for s in range(3)], dim=-1
-    ) / math.sqrt(d_k)  # (..., nb, b, 3b)
-
-    # Query i = c b + r meets key j = (c - 1) b + t: allowed when |r + b - t| <= w and 0 <= j < n.
-    r = torch.arange(b, device=q.device)[:, None]
-    t = torch.arange(3 * b, device=q.device)[None, :]
-    j = torch.arange(n_blocks, device=q.device)[:, None, None] * b - b + t  # (nb, 1, 3b)
-    allowed = ((r + b - t).abs() <= window) & (j >= 0) & (j < n)  # (nb, b, 3b)
-    if key_mask is not None:
-        padded = F.pad(key_mask.to(q.device), (b, b + pad), value=False)  # (..., (nb + 2) b)
-        blocks = padded.reshape(*padded.shape[:-1], n_blocks + 2, b)  # (..., nb + 2, b)
-        seen = torch.cat([blocks[..., s : s + n_blocks, :] for s in range(3)], dim=-1)  # (.., nb, 3b)
-        allowed = allowed & seen[..., :, None, :]  # (..., nb, b, 3b)
-    with inside_library():
-        weights = masked_softmax(scores, allowed)  # (..., nb, b, 3b), rows sum to 1 (or 0)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    out = sum(
-        weights[..., s * b : (s + 1) * b] @ values[..., s : s + n_blocks, :, :] for s in range(3)
-    )  # (..., nb, b, d_v)
-    out = out.reshape(*lead, n_blocks * b, v.shape[-1])[..., :n, :]  # (..., n, d_v)
-    if not need_weights:
-        return out
-    # Band slot o of row r is block column r + b - w + o.
-    slots = r + b - window + torch.arange(2 * window + 1, device=q.device)  # (b, 2w + 1)
-    band = weights.gather(-1, slots.expand(*weights.shape[:-1], 2 * window + 1))
-    return out, band.reshape(*lead, n_blocks * b, 2 * window + 1)[..., :n, :]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,7 +142,7 @@ def _chunk_neighbours(chunk_i: torch.Tensor, chunk_j: torch.Tensor, n_chunks: in
     return (gap == 0) | (gap == 1)
 
 
-@validated(_validate_lsh_chunk_mask)
+@validated(_validate.lsh_chunk_mask)
 def lsh_chunk_mask(buckets: torch.Tensor, chunk_size: int, *, same_bucket: bool = True) -> torch.Tensor:
     """The cells :func:`lsh_chunked_attention` keeps, as a dense bool ``(..., n, n)`` mask: in some
     round, key j is in query i's chunk or the previous one (and, with ``same_bucket``, in its
@@ -355,7 +156,7 @@ def lsh_chunk_mask(buckets: torch.Tensor, chunk_size: int, *, same_bucket: bool 
     return kept.reshape(*lead, rounds, n, n).any(dim=-3)  # (..., n, n)
 
 
-@validated(_validate_lsh_chunked)
+@validated(_validate.lsh_chunked_attention)
 def lsh_chunked_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -451,7 +252,7 @@ def lsh_chunked_attention(
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate_balanced_members)
+@validated(_validate.balanced_members)
 def balanced_members(x: torch.Tensor, centroids: torch.Tensor, size: int) -> torch.Tensor:
     r"""Balanced clusters: centroid :math:`c` takes the ``size`` vectors with the largest
     :math:`\hat x \cdot \mu_c` (spherical). ``x`` ``(..., n, d)``, ``centroids`` ``(..., C, d)`` ->
@@ -466,18 +267,7 @@ def balanced_members(x: torch.Tensor, centroids: torch.Tensor, size: int) -> tor
     return torch.cat(picked, dim=-2).sort(dim=-1).values  # (..., C, size)
 
 
-def _validate_hash(x, rotations, block=1024):
-    check_tensor(x, "x", dtype="floating")
-    check_tensor(rotations, "rotations", dtype="floating")
-    check_positive_int(block, "block")
-    if x.dim() < 2 or rotations.dim() < 3 or rotations.shape[-2] != x.shape[-1]:
-        raise ValueError(
-            "x must be (..., n, d) and rotations (..., n_hashes, d, n_buckets / 2) with the same "
-            f"d, got x {tuple(x.shape)} and rotations {tuple(rotations.shape)}"
-        )
-
-
-@validated(_validate_hash)
+@validated(_validate.hash_buckets)
 def hash_buckets(x: torch.Tensor, rotations: torch.Tensor, block: int = 1024) -> torch.Tensor:
     r"""``lsh_buckets(x, rotations)`` computed ``block`` positions at a time: the projections
     :math:`xR` are ``n x n_buckets / 2`` per round (quadratic when the buckets grow with
@@ -494,7 +284,7 @@ def _membership(members: torch.Tensor, n: int) -> torch.Tensor:
     return table.transpose(-2, -1)  # (..., n + 1, C), row n (padding) all False
 
 
-@validated(_validate_membership_mask)
+@validated(_validate.membership_mask)
 def membership_mask(query_members: torch.Tensor, key_members: torch.Tensor, n: int) -> torch.Tensor:
     """The cells :func:`balanced_routing_attention` keeps, as a dense bool ``(..., n, n)`` mask:
     query i and key j share at least one cluster. Builds ``n x n``: for pictures and checks."""
@@ -503,7 +293,7 @@ def membership_mask(query_members: torch.Tensor, key_members: torch.Tensor, n: i
     return (q_in @ k_in.transpose(-2, -1)) > 0  # (..., n, n)
 
 
-@validated(_validate_routing)
+@validated(_validate.balanced_routing_attention)
 def balanced_routing_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -580,17 +370,12 @@ class ReformerAttention(LSHAttention):
     a subset of the bucket mask when a bucket spans more than two chunks.
     """
 
-    supports_kv_cache = False
-
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *,
                  chunk_size: int = 32, same_bucket: bool = True, exclude_self: bool = True,
                  **options) -> None:
         super().__init__(d_model, num_heads, dropout, **options)
-        self.chunk_size = check_positive_int(chunk_size, "chunk_size")
-        for name, flag in (("same_bucket", same_bucket), ("exclude_self", exclude_self)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-        self.same_bucket, self.exclude_self = same_bucket, exclude_self
+        _validate.reformer_module(self, chunk_size, same_bucket, exclude_self)
+        self.chunk_size, self.same_bucket, self.exclude_self = chunk_size, same_bucket, exclude_self
 
     def buckets(self, q: torch.Tensor) -> torch.Tensor:
         """One bucket per position and round, ``(batch, heads, n_hashes, n)``, from the shared
@@ -608,9 +393,10 @@ class ReformerAttention(LSHAttention):
 
     def attend(self, q, k, v, mask, need_weights):
         keys = F.normalize(q, dim=-1)  # shared QK
-        dropout_p = self.dropout if self.training else 0.0
-        only_keys, key_mask = as_key_mask(mask)
-        if only_keys and not need_weights:
+        dropout_p = self.dropout_p
+        key_mask, kind = split_mask(mask, q.shape[-2], k.shape[-2])
+        key_mask = None if key_mask is None else key_mask[..., 0, :]  # (batch|1, heads|1, n)
+        if kind == "keys" and not need_weights:
             out = lsh_chunked_attention(
                 q, keys, v, self.buckets(q), self.chunk_size, same_bucket=self.same_bucket,
                 exclude_self=self.exclude_self, key_mask=key_mask, dropout_p=dropout_p,
@@ -641,12 +427,11 @@ class BalancedRoutingAttention(RoutingAttention):
     A query in no cluster gets a zero output; :meth:`pattern` is :func:`membership_mask`.
     """
 
-    supports_kv_cache = False
-
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *,
                  cluster_size: int | None = None, **options) -> None:
         super().__init__(d_model, num_heads, dropout, **options)
-        self.cluster_size = None if cluster_size is None else check_positive_int(cluster_size, "cluster_size")
+        _validate.balanced_routing_module(self, cluster_size)
+        self.cluster_size = cluster_size
 
     def members(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Balanced members ``(batch, heads, C, size)`` of the queries and of the keys."""

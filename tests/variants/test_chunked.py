@@ -9,13 +9,12 @@ import torch.nn.functional as F
 
 from lectures_lib.attention import scaled_dot_product_attention
 from lectures_lib.measure import peak_tensor_memory
-from lectures_lib.variants import local_attention, local_mask, random_rotations
+from lectures_lib.variants import band_to_dense, local_attention, local_mask, random_rotations
 from lectures_lib.variants.chunked import (
     BalancedRoutingAttention,
     ReformerAttention,
     balanced_members,
     balanced_routing_attention,
-    blocked_local_attention,
     drop_self,
     hash_buckets,
     lsh_chunk_mask,
@@ -35,18 +34,18 @@ def qkv(n, lead=(2, 3), d=8, seed=0):
 
 
 @pytest.mark.parametrize("n, window", [(1, 0), (5, 0), (17, 3), (24, 4), (30, 40), (33, 1), (64, 16)])
-def test_blocked_local_equals_dense_under_local_mask(n, window):
+def test_local_attention_in_blocks_equals_dense_under_local_mask(n, window):
     q, k, v = qkv(n)
     key_mask = torch.rand(2, 1, n, generator=torch.Generator().manual_seed(n)) > 0.3
-    out, band = blocked_local_attention(q, k, v, window, key_mask=key_mask, need_weights=True)
-    torch.testing.assert_close(out, dense(q, k, v, local_mask(n, window) & key_mask[..., None, :]))
-    _, reference_band = local_attention(q, k, v, window, key_mask=key_mask, need_weights=True)
-    torch.testing.assert_close(band, reference_band)
+    out, band = local_attention(q, k, v, window, key_mask=key_mask, need_weights=True)
+    expected, weights = scaled_dot_product_attention(q, k, v, local_mask(n, window) & key_mask[..., None, :])
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(band_to_dense(band), weights)
 
 
 def test_blocked_local_gradients_equal_dense():
     q, k, v = (t.requires_grad_() for t in qkv(20, lead=(1, 2)))
-    blocked_local_attention(q, k, v, 3).square().sum().backward()
+    local_attention(q, k, v, 3).square().sum().backward()
     grads = [t.grad.clone() for t in (q, k, v)]
     for t in (q, k, v):
         t.grad = None
@@ -148,7 +147,7 @@ def test_memory_is_linear_in_n_and_nothing_is_n_by_n():
         rotations = random_rotations(16, max(n // 32, 2), 2, heads=2, seed=0)
         centroids = F.normalize(torch.randn(2, n // 32, 16), dim=-1)
         return {
-            "local": lambda: blocked_local_attention(q, k, v, 16),
+            "local": lambda: local_attention(q, k, v, 16),
             "lsh": lambda: lsh_chunked_attention(q, kn, v, hash_buckets(kn, rotations), 32),
             "routing": lambda: balanced_routing_attention(
                 q, k, v, balanced_members(q, centroids, 32), balanced_members(k, centroids, 32)),
@@ -164,7 +163,7 @@ def test_memory_is_linear_in_n_and_nothing_is_n_by_n():
 def test_bad_inputs_name_the_argument():
     q, k, v = qkv(8)
     with pytest.raises(ValueError, match="window"):
-        blocked_local_attention(q, k, v, -1)
+        local_attention(q, k, v, -1)
     with pytest.raises(ValueError, match="chunk_size"):
         lsh_chunked_attention(q, k, v, torch.zeros(1, 8, dtype=torch.long), 0)
     with pytest.raises(ValueError, match="buckets"):
@@ -176,7 +175,7 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="size"):
         balanced_members(q, torch.randn(2, 8, dtype=torch.float64), 9)
     with pytest.raises(ValueError, match="key_mask"):
-        blocked_local_attention(q, k, v, 2, key_mask=torch.ones(5, dtype=torch.bool))
+        local_attention(q, k, v, 2, key_mask=torch.ones(5, dtype=torch.bool))
 
 
 @pytest.mark.parametrize("factory", [
