@@ -471,6 +471,12 @@ def balanced_routing_attention(q, k, v, query_members, key_members, *, key_mask=
     _lead(key_members.shape[:-2], q.shape[:-2], "key_members")
 
 
+def drop_self(allowed):
+    check_tensor(allowed, "allowed", dtype="bool")
+    if allowed.dim() < 2 or allowed.shape[-1] != allowed.shape[-2]:
+        raise ValueError(f"allowed must be a square mask (..., n, n), got {tuple(allowed.shape)}")
+
+
 def reformer_module(module, chunk_size, same_bucket, exclude_self):
     check_positive_int(chunk_size, "chunk_size")
     check_bool(same_bucket, "same_bucket")

@@ -127,6 +127,7 @@ def _sorted_chunks(buckets: torch.Tensor, chunk_size: int):
 SELF_PENALTY = 1e5  # Reformer's: e^{-1e5} is exactly 0 in float32 and float64
 
 
+@validated(_validate.drop_self)
 def drop_self(allowed: torch.Tensor) -> torch.Tensor:
     """Reformer's self rule on a dense bool mask ``(..., n, n)``: remove the diagonal cell of every
     row that has another allowed key (a row with only itself keeps it)."""
