@@ -50,6 +50,7 @@ from lectures_lib.tooling import exercises, grading
 from lectures_lib.variants import (
     VARIANTS,
     base,
+    chunked,
     clustering,
     linear,
     local,
@@ -619,6 +620,17 @@ ROWS: list[Row] = [
     R(grading.format_table, "keys missing", lambda: grading.format_table({"score": 1}), ValueError, "missing ["),
     R(grading.format_csv, "one report, not a list", lambda: grading.format_csv({"score": 1}), TypeError, "reports must be a list"),
     R(grading.format_csv, "a report without keys", lambda: grading.format_csv([{}]), ValueError, "reports[0] must be a report"),
+    # variants.chunked (issue 19): Reformer's chunks and the balanced Routing clusters.
+    R(chunked.lsh_chunked_attention, "chunk_size 0", lambda: chunked.lsh_chunked_attention(floats(1, 4, 6), floats(1, 4, 6), floats(1, 4, 6), torch.zeros(1, 4, dtype=torch.long), 0), ValueError, "chunk_size"),
+    R(chunked.lsh_chunked_attention, "buckets for another length", lambda: chunked.lsh_chunked_attention(floats(1, 4, 6), floats(1, 4, 6), floats(1, 4, 6), torch.zeros(1, 5, dtype=torch.long), 2), ValueError, "buckets must have shape"),
+    R(chunked.lsh_chunk_mask, "float buckets", lambda: chunked.lsh_chunk_mask(floats(1, 4), 2), TypeError, "buckets"),
+    R(chunked.hash_buckets, "block 0", lambda: chunked.hash_buckets(floats(4, 6), floats(1, 6, 2), block=0), ValueError, "block"),
+    R(chunked.balanced_members, "size larger than n", lambda: chunked.balanced_members(floats(4, 6), floats(2, 6), 5), ValueError, "size must be at most"),
+    R(chunked.membership_mask, "a position twice", lambda: chunked.membership_mask(torch.tensor([[1, 1]]), torch.tensor([[0, 1]]), 4), ValueError, "twice"),
+    R(chunked.balanced_routing_attention, "a position out of range", lambda: chunked.balanced_routing_attention(floats(4, 6), floats(4, 6), floats(4, 6), torch.tensor([[0, 9]]), torch.tensor([[0, 1]])), ValueError, "query_members must hold positions"),
+    R(chunked.drop_self, "a (n, m) mask", lambda: chunked.drop_self(torch.ones(3, 4, dtype=torch.bool)), ValueError, "square mask"),
+    R(chunked.ReformerAttention, "chunk_size 0", lambda: chunked.ReformerAttention(8, 2, chunk_size=0), ValueError, "chunk_size"),
+    R(chunked.BalancedRoutingAttention, "cluster_size 0", lambda: chunked.BalancedRoutingAttention(8, 2, cluster_size=0), ValueError, "cluster_size"),
 ]
 
 # Issue 23 (H23): the digits data, the vision models and the attention explorer.

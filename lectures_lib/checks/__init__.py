@@ -7,7 +7,7 @@ something is wrong, names the likely mistake in ``str(result)`` and ``result.mis
 Modules: ``attention`` (section 01), ``heads`` (02), ``positional`` (03), ``transformer`` (04),
 ``masks`` (05); the graded exercises' checkers ``additive`` (01), ``padding`` (02), ``relative``
 (03), ``norms`` (04), ``decoder`` (05), ``variants`` (06: the streaming window, and the stride
-mask), ``efficient`` (07: trigonometric random features) and ``trained`` (03-05: trained models
+mask), ``windows`` (06: causal window attention, checked on memory), ``efficient`` (07: trigonometric random features) and ``trained`` (03-05: trained models
 on held-out data). Every check takes ``timeout=`` (seconds per
 call) and, for the hidden tests, ``hidden=True``.
 """
@@ -33,6 +33,7 @@ from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
 from .variants import *  # noqa: F401,F403
 from .variants import __all__ as _variants_all
+from .windows import check_causal_window_attention
 
 __all__ = [
     "CheckResult",
@@ -53,4 +54,5 @@ __all__ = [
     "check_skip_flip_model",
     "check_sort_tagger",
     "check_reverse_translator",
+    "check_causal_window_attention",
 ]
