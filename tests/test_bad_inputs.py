@@ -663,6 +663,8 @@ ROWS += [
 NO_ROW: dict[str, str] = {
     "lectures_lib.data.digits.DigitsSplit": "a NamedTuple of two tensors that digits_splits returns",
     "lectures_lib.data.digits.load_digit_images": "takes no argument",
+    "lectures_lib.fonts.find_cjk_font": "takes no argument",
+    "lectures_lib.fonts.use_cjk_font": "takes no argument",
     "lectures_lib.cache.KeyValueCache": "a container the decoder fills step by step; it holds "
     "what the library's own forward_cached appends",
     "lectures_lib.cache.kv_cache_problem": "accepts any object: it answers with the reason a "
