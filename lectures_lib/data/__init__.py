@@ -1,9 +1,10 @@
 """Synthetic toy tasks, generated deterministically from a seed (no downloads).
 
 One module per section: ``labelling`` (01), ``relations`` (02), ``ordering`` (03),
-``sequences`` (04), ``translation`` (05), ``long_range`` (07).
+``sequences`` (04), ``translation`` (05), ``long_range`` and ``binding`` (07).
 """
 
+from .binding import *  # noqa: F401,F403
 from .labelling import *  # noqa: F401,F403
 from .long_range import *  # noqa: F401,F403
 from .ordering import *  # noqa: F401,F403
