@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..utils import at_boundary, check_bool, check_tensor
+from ..utils import at_boundary, check_bool, check_positive_int, check_probability, check_tensor
 from .base import as_key_mask
 
 __all__ = ["UniformAttention", "FourierMixing", "fourier_mixing", "uniform_attention"]
@@ -75,8 +75,9 @@ class FourierMixing(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int = 1, dropout: float = 0.0) -> None:
         super().__init__()
-        self.d_model = d_model
-        self.num_heads = num_heads  # read by EncoderTagger's mask check; no heads are used
+        self.d_model = check_positive_int(d_model, "d_model")
+        self.num_heads = check_positive_int(num_heads, "num_heads")  # read by EncoderTagger's mask check
+        check_probability(dropout, "dropout")  # accepted for the factory signature; nothing to drop
 
     def forward(self, query, key=None, value=None, mask=None, need_weights=False):
         if at_boundary():

@@ -152,6 +152,10 @@ def test_fourier_mixing_mixes_every_position_and_ignores_padding():
         module(x, x, x, need_weights=True)
     with pytest.raises(ValueError, match="d_model"):
         module(torch.randn(1, 5, 4), None, None)
+    with pytest.raises(ValueError, match="d_model"):
+        FourierMixing(0)
+    with pytest.raises(ValueError, match="dropout"):
+        FourierMixing(4, 1, 1.5)
 
 
 @pytest.mark.parametrize("factory", [UniformAttention, FourierMixing, EfficientAttention])
