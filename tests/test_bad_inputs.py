@@ -17,6 +17,7 @@ and fails for a name in a module's ``__all__`` that has no row here and is not l
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import traceback
 from collections.abc import Callable
@@ -47,6 +48,7 @@ from lectures_lib import (
 )
 from lectures_lib.data import labelling, long_range, ordering, relations, sequences, translation
 from lectures_lib.variants import (
+    VARIANTS,
     base,
     clustering,
     linear,
@@ -93,8 +95,14 @@ def bools(*shape: int) -> torch.Tensor:
     return torch.ones(*shape, dtype=torch.bool)
 
 
-def qkv(batch=2, n=4, d=6):
-    return floats(batch, n, d), floats(batch, n, d), floats(batch, n, d)
+def qkv(batch=2, n=4, d=6, dtype=torch.float32):
+    return floats(batch, n, d, dtype=dtype), floats(batch, n, d, dtype=dtype), floats(batch, n, d, dtype=dtype)
+
+
+def variant(cls):
+    """A small module of the variant ``cls`` (its required options filled in)."""
+    needs_len = {"seq_len": 8} if "seq_len" in inspect.signature(cls).parameters else {}
+    return cls(8, 2, **needs_len)
 
 
 def mha():
@@ -438,6 +446,23 @@ ROWS: list[Row] = [
     R(synthesizer.DenseSynthesizerAttention, "longer than seq_len", lambda: synthesizer.DenseSynthesizerAttention(8, 2, seq_len=3)(*qkv(d=8)), ValueError, "was built for seq_len=3"),
     R(synthesizer.RandomSynthesizerAttention, "fixed 'yes'", lambda: synthesizer.RandomSynthesizerAttention(8, 2, seq_len=4, fixed="yes"), TypeError, "fixed must be a bool"),
     R(synthesizer.RandomSynthesizerAttention, "seq_len = 0", lambda: synthesizer.RandomSynthesizerAttention(8, 2, seq_len=0), ValueError, "seq_len must be >= 1"),
+    # variants (issue 18): the rule for what a variant cannot do, seeds, empty inputs, ids
+    *[R(cls, "float64 input to a float32 module", lambda cls=cls: variant(cls)(*qkv(d=8, n=4, batch=2, dtype=torch.float64)), TypeError, "must have the module's dtype torch.float32, got torch.float64") for cls in VARIANTS],
+    R(clustering.clustered_attention, "(batch, n) ids for (batch, heads, n, d) queries", lambda: clustering.clustered_attention(floats(2, 1, 4, 6), floats(2, 1, 4, 6), floats(2, 1, 4, 6), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long), 2), ValueError, "query_clusters must have shape (..., rounds, 4) = (2, 1, rounds, 4)"),
+    R(clustering.clustered_attention, "(batch, heads, n) ids without the rounds", lambda: clustering.clustered_attention(floats(2, 1, 4, 6), floats(2, 1, 4, 6), floats(2, 1, 4, 6), torch.zeros(2, 1, 4, dtype=torch.long), torch.zeros(2, 1, 4, dtype=torch.long), 2), ValueError, "add the rounds dimension"),
+    R(clustering.cluster_mask, "batches do not broadcast", lambda: clustering.cluster_mask(torch.zeros(3, 1, 4, dtype=torch.long), torch.zeros(2, 1, 4, dtype=torch.long)), ValueError, "must broadcast"),
+    R(clustering.random_rotations, "float seed", lambda: clustering.random_rotations(4, 2, seed=1.5), TypeError, "seed must be an int"),
+    R(clustering.random_rotations, "bool seed", lambda: clustering.random_rotations(4, 2, seed=True), TypeError, "seed must be an int"),
+    R(clustering.kmeans, "str seed", lambda: clustering.kmeans(floats(5, 3), 2, seed="a"), TypeError, "seed must be an int"),
+    R(clustering.LSHAttention, "float seed", lambda: clustering.LSHAttention(8, 2, seed=1.5), TypeError, "seed must be an int"),
+    R(clustering.RoutingAttention, "str seed", lambda: clustering.RoutingAttention(8, 2, seed="0"), TypeError, "seed must be an int"),
+    R(sparse.global_attention, "global_positions None", lambda: sparse.global_attention(*qkv(), None), TypeError, "global_positions must be a list of positions"),
+    R(sparse.global_attention, "global_positions a str", lambda: sparse.global_attention(*qkv(), "0"), TypeError, "global_positions must be a list of positions"),
+    R(sparse.global_attention, "q a list", lambda: sparse.global_attention([1.0], *qkv()[1:], [0]), TypeError, "q must be a torch.Tensor"),
+    R(sparse.global_attention, "q 1-D", lambda: sparse.global_attention(floats(4), *qkv()[1:], [0]), ValueError, "q must"),
+    R(patterns.random_mask, "unknown device", lambda: patterns.random_mask(4, 1, device="tpu0"), ValueError, "device"),
+    R(patterns.random_mask, "device a float", lambda: patterns.random_mask(4, 1, device=3.5), TypeError, "device must be None, a device name"),
+    R(linear.LinearAttention, "a negative feature map", lambda: linear.LinearAttention(8, 2, feature_map=lambda x: x)(*qkv(d=8)), ValueError, "feature_map must give non-negative features"),
     # data: section 07
     R(long_range.retrieval_vocab_size, "n_keys = 0", lambda: long_range.retrieval_vocab_size(0), ValueError, "n_keys must be >= 1"),
     R(long_range.retrieval_task, "float seed", lambda: long_range.retrieval_task(4, 16, seed=1.5), TypeError, "seed must be an int"),
@@ -449,7 +474,8 @@ ROWS: list[Row] = [
     R(patterns.head_patterns, "float pattern", lambda: patterns.head_patterns([torch.rand(3, 3)]), TypeError, "patterns[0] must have dtype bool"),
     R(patterns.receptive_field, "float mask", lambda: patterns.receptive_field(torch.eye(3), 1), TypeError, "mask must have dtype bool"),
     R(base.PatternAttention, "d_model not divisible", lambda: base.PatternAttention(6, 4), ValueError, "not divisible by num_heads=4"),
-    R(base.check_key_mask, "float key mask", lambda: base.check_key_mask(torch.rand(2, 4), (2,)), TypeError, "key_mask must have dtype bool"),
+    R(base.AttentionVariant, "d_model not divisible", lambda: base.AttentionVariant(6, 4), ValueError, "not divisible by num_heads=4"),
+    R(local.local_attention, "float key mask", lambda: local.local_attention(*qkv(), 1, key_mask=torch.rand(2, 4)), TypeError, "key_mask must have dtype bool"),
     R(local.LocalAttention, "window = -1", lambda: local.LocalAttention(8, 2, window=-1), ValueError, "window must be >= 0"),
     R(sparse.strided_attention, "stride = 0", lambda: sparse.strided_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), 0), ValueError, "stride must be >= 1"),
     R(sparse.sparse_attention, "float key_index", lambda: sparse.sparse_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), torch.rand(4, 2)), TypeError, "key_index must have dtype integer"),
@@ -463,7 +489,7 @@ ROWS: list[Row] = [
     R(clustering.random_rotations, "odd n_buckets", lambda: clustering.random_rotations(4, 3), ValueError, "n_buckets must be even"),
     R(clustering.kmeans, "n_clusters = 0", lambda: clustering.kmeans(floats(5, 3), 0), ValueError, "n_clusters must be >= 1"),
     R(clustering.cluster_mask, "float clusters", lambda: clustering.cluster_mask(floats(4), floats(4)), TypeError, "query_clusters must have dtype integer"),
-    R(clustering.clustered_attention, "cluster id outside", lambda: clustering.clustered_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), torch.full((2, 4), 5), torch.zeros(2, 4, dtype=torch.long), 2), ValueError, "query_clusters must lie in [0, 1]"),
+    R(clustering.clustered_attention, "cluster id outside", lambda: clustering.clustered_attention(floats(2, 4, 6), floats(2, 4, 6), floats(2, 4, 6), torch.full((2, 1, 4), 5), torch.zeros(2, 1, 4, dtype=torch.long), 2), ValueError, "query_clusters must lie in [0, 1]"),
     R(clustering.LSHAttention, "n_hashes = 0", lambda: clustering.LSHAttention(8, 2, n_hashes=0), ValueError, "n_hashes must be >= 1"),
     R(clustering.RoutingAttention, "decay = nan", lambda: clustering.RoutingAttention(8, 2, decay=NAN), ValueError, "decay must be in [0, 1)"),
     # training (issue 12 owns the checks of fit/evaluate: rows for what is refused today)
@@ -499,8 +525,8 @@ ROWS: list[Row] = [
     R(training.default_forward, "batch of one tensor", lambda: training.default_forward(tagger(), (ids(2, 3),)), TypeError, "batch must be a tuple (inputs..., targets)"),
     R(training.default_forward, "batch a tensor", lambda: training.default_forward(tagger(), ids(2, 3)), TypeError, "batch must be a tuple (inputs..., targets)"),
     # variants: the helpers section 06 derives
-    R(base.as_key_mask, "float mask", lambda: base.as_key_mask(floats(1, 1, 1, 4)), TypeError, "mask must have dtype bool"),
-    R(base.as_key_mask, "3-D mask", lambda: base.as_key_mask(bools(2, 1, 4)), ValueError, "mask must have shape (n_k,), (n_q, n_k) or"),
+    R(local.LocalAttention, "float mask", lambda: local.LocalAttention(8, 2)(*qkv(d=8), floats(1, 1, 1, 4)), TypeError, "mask must have dtype torch.bool"),
+    R(local.LocalAttention, "3-D mask", lambda: local.LocalAttention(8, 2)(*qkv(d=8), bools(2, 1, 4)), ValueError, "3-D"),
     R(clustering.nearest_centroid, "centroids of another width", lambda: clustering.nearest_centroid(floats(5, 3), floats(2, 4)), ValueError, "centroids must have the width d = 3"),
     R(clustering.nearest_centroid, "no centroid", lambda: clustering.nearest_centroid(floats(5, 3), floats(0, 3)), ValueError, "centroids (..., C >= 1, d)"),
     R(clustering.nearest_centroid, "integer x", lambda: clustering.nearest_centroid(ids(5, 3), floats(2, 3)), TypeError, "x must have dtype floating"),
@@ -543,6 +569,8 @@ NO_ROW: dict[str, str] = {
     "module cannot use the cache, or None",
     "lectures_lib.models.DecoderCache": "built by Transformer.init_cache, not by hand",
     "lectures_lib.utils.at_boundary": "takes no argument",
+    "lectures_lib.utils.validated": "a decorator the library's own modules apply to their entry "
+    "points; the rows of those entry points test it",
     "lectures_lib.utils.inside_library": "takes no argument",
     "lectures_lib.layers.AttentionFactory": "a type alias, not a function",
     "lectures_lib.measure.MemoryReport": "a record the library fills; it holds what it is given",

@@ -17,12 +17,15 @@ grow with the square of the sequence length :math:`N`. The lecture's variants sk
 * :mod:`~lectures_lib.variants.linear`: linear attention and Performer, :math:`O(N)` memory;
 * :mod:`~lectures_lib.variants.synthesizer`: Dense and Random Synthesizer (no q and k).
 
-Every module here is an attention factory: ``EncoderTagger(..., attention=partial(Cls, ...))``.
+Every module here is an :class:`~.base.AttentionVariant` and an attention factory,
+``EncoderTagger(..., attention=partial(Cls, ...))``, with one constructor convention,
+``Cls(d_model, num_heads, dropout=0.0, *, bias=True, <own options>)``; :data:`VARIANTS` lists
+them all (the test suite runs every one of them through the same checks).
 Derived in ``06_attention_variants.ipynb`` (patterns, local, clustering) and
 ``07_efficient_attention.ipynb`` (Sinkhorn, low rank, linear, Performer, Synthesizer).
 """
 
-from .base import PatternAttention
+from .base import AttentionVariant, PatternAttention
 from .clustering import (
     LSHAttention,
     RoutingAttention,
@@ -64,7 +67,25 @@ from .sparse import (
 )
 from .synthesizer import DenseSynthesizerAttention, RandomSynthesizerAttention
 
+#: Every attention variant of the course, in teaching order: the registry the tests iterate.
+VARIANTS: tuple[type[AttentionVariant], ...] = (
+    LocalAttention,
+    LongformerAttention,
+    BigBirdAttention,
+    LSHAttention,
+    RoutingAttention,
+    SinkhornAttention,
+    LinformerAttention,
+    CompressedAttention,
+    LinearAttention,
+    PerformerAttention,
+    DenseSynthesizerAttention,
+    RandomSynthesizerAttention,
+)
+
 __all__ = [
+    "VARIANTS",
+    "AttentionVariant",
     "local_mask",
     "stride_mask",
     "global_mask",
@@ -82,7 +103,6 @@ __all__ = [
     "CompressedAttention",
     "DenseSynthesizerAttention",
     "RandomSynthesizerAttention",
-    # section 06 part 1: patterns, sparse engines, clustering
     "dilated_mask",
     "random_keys",
     "random_mask",

@@ -1,22 +1,38 @@
-r"""What every sparse-pattern attention module of section 06 shares: a pattern it reports, an
-efficient ``attend`` that never builds the :math:`N \times N` matrix, and the rule for masks.
+r"""What every attention variant shares: :class:`AttentionVariant` (the base of all twelve, with
+the capability flags the door checks read), :class:`PatternAttention` (the sparse-pattern
+modules of section 06), the one mask classifier :func:`split_mask`, and two small tensor helpers.
 
-A :class:`PatternAttention` is :class:`~lectures_lib.attention.MultiHeadAttention` with one step
-changed, ``attend``. A subclass says two things:
+**The rule for what a variant cannot do** (one rule for every variant). A variant says in its
+class body what it supports:
 
-* :meth:`PatternAttention.pattern` ``(q, k) -> bool mask``: the cells it may attend to, as a mask
+* ``masks``: ``"any"`` (every mask the contract admits), ``"keys and causal"`` (key padding and
+  the causal mask, as a decoder builds them) or ``"keys"`` (key padding only);
+* ``self_attention_only``: queries and keys must come from sequences of the same length;
+* ``returns_weights``: ``need_weights=True`` returns the ``(batch, heads, n_q, n_k)`` weights
+  (built only because they were asked for); ``False`` means the variant has no weight per
+  (query, key) cell (it mixes the keys first) and returns ``None``, and says so here;
+* ``supports_kv_cache``: no variant declares it (each overrides ``attend``), so
+  ``forward_cached`` refuses every one of them clearly, naming the class.
+
+Anything outside what it supports (a mask it cannot honour, a sequence longer than its
+``seq_len``, an input whose dtype is not the module's) is **refused at the door** with an error
+naming the argument, what was expected and what was given; nothing is silently approximated.
+The checks live in :mod:`._validate`; the methods here hold the maths.
+
+A :class:`PatternAttention` is a variant with one step changed, ``attend``. A subclass says:
+
+* :meth:`PatternAttention.pattern` ``(q, k) -> bool mask``: the cells it may attend to,
   broadcasting to ``(batch, heads, n, n)`` (True = may attend). It builds ``n x n`` and exists for
   pictures and checks: the tests compare the module with dense attention under this mask;
 * :meth:`PatternAttention.efficient_attend` ``(q, k, v, key_mask, need_weights, dropout_p)``: the
   same attention computed without the ``n x n`` matrix, with an optional key-padding mask
-  ``key_mask`` ``(batch|1, heads|1, n)`` (True = this key may be attended to).
+  ``key_mask`` ``(batch|1, heads|1, n)`` (True = this key may be attended to); it returns
+  ``(out, weights or None)``.
 
-**Masks.** The mask ``forward`` receives is combined with the pattern by ``&``. A key-padding mask
-(1-D ``(n,)``, or 4-D ``(batch|1, heads|1, 1, n)`` as ``EncoderTagger`` passes it) is folded into
-the efficient path. A mask with a query dimension (2-D ``(n, n)``, 4-D ``(..., n, n)``) is itself
-an ``n x n`` matrix, so nothing can be saved: the module then computes dense attention under
-``pattern & mask`` (the same numbers, and it says so here rather than refusing the mask).
-Derived in ``06_attention_variants.ipynb``.
+**Masks of a pattern module.** The ``forward`` mask is combined with the pattern by ``&``. A mask
+that is the same for every query (key padding) is folded into the efficient path. Any other mask
+is itself an ``n x n`` matrix, so nothing can be saved: the module then computes dense attention
+under ``pattern & mask`` (the same numbers). Derived in ``06_attention_variants.ipynb``.
 """
 
 from __future__ import annotations
@@ -24,65 +40,95 @@ from __future__ import annotations
 import torch
 
 from ..attention import MultiHeadAttention, fused_attention, scaled_dot_product_attention
-from ..utils import at_boundary, check_tensor
+from . import _validate
 
-__all__ = ["PatternAttention", "check_key_mask", "as_key_mask"]
-
-
-def check_key_mask(key_mask: object, leading_shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
-    """A key-padding mask for the efficient functions: bool ``(..., n)`` whose dimensions
-    (aligned from the right) equal those of ``leading_shape`` = ``q.shape[:-1]`` or are 1."""
-    check_tensor(key_mask, "key_mask", dtype="bool")
-    leading_shape = tuple(leading_shape)
-    fits = 1 <= key_mask.dim() <= len(leading_shape) and key_mask.shape[-1] == leading_shape[-1]
-    if fits:
-        fits = all(
-            size in (1, target)
-            for size, target in zip(reversed(key_mask.shape), reversed(leading_shape), strict=False)
-        )
-    if not fits:
-        raise ValueError(
-            f"key_mask must have shape (..., n) broadcasting to {leading_shape} (the queries' "
-            f"leading dimensions, n = {leading_shape[-1]} keys; each dimension equal or 1), got "
-            f"{tuple(key_mask.shape)}"
-        )
-    return key_mask
+__all__ = ["AttentionVariant", "PatternAttention"]
 
 
-def as_key_mask(mask: torch.Tensor | None) -> tuple[bool, torch.Tensor | None]:
-    """``(is_key_mask, key_mask)``: whether a checked ``forward`` mask only masks keys, and then
-    the key mask ``(n,)`` or ``(batch|1, heads|1, n)`` it amounts to."""
+def _as_4d(mask: torch.Tensor) -> torch.Tensor:
+    if mask.dim() == 1:  # (n_k,)
+        return mask[None, None, None, :]  # (1, 1, 1, n_k)
+    if mask.dim() == 2:  # (n_q, n_k)
+        return mask[None, None]  # (1, 1, n_q, n_k)
+    return mask  # (batch | 1, heads | 1, n_q | 1, n_k)
+
+
+def split_mask(mask: torch.Tensor | None, n_q: int, n_k: int) -> tuple[torch.Tensor | None, str]:
+    """The one mask classifier of the variants: ``(key_mask, kind)`` for a checked bool mask.
+
+    * ``"keys"``: the same keys for every query (key padding, or no mask); ``key_mask``
+      ``(batch | 1, heads | 1, 1, n_k)`` says which (None: all of them);
+    * ``"causal"``: on top of ``key_mask``, query ``i`` sees only keys ``j <= i``;
+    * ``"full"``: anything else (a band, a different padding per query); ``key_mask`` is None.
+    """
     if mask is None:
-        return True, None
-    if at_boundary():
-        check_tensor(mask, "mask", dtype="bool")
-        if mask.dim() not in (1, 2, 4):
-            raise ValueError(
-                "mask must have shape (n_k,), (n_q, n_k) or (batch|1, heads|1, n_q|1, n_k), got "
-                f"{tuple(mask.shape)}"
-            )
-    if mask.dim() == 1:  # (n,)
-        return True, mask
-    if mask.shape[-2] == 1:  # (1, n) or (batch|1, heads|1, 1, n): one row for every query
-        return True, mask[..., 0, :]  # (n,) or (batch|1, heads|1, n)
-    return False, None
+        return None, "keys"
+    mask = _as_4d(mask)
+    if mask.shape[-2] <= 1:  # one row for every query (or no query at all)
+        return (mask if mask.shape[-2] == 1 else None), "keys"
+    last_row = mask[..., -1:, :]  # (batch | 1, heads | 1, 1, n_k): the query that may see most
+    if torch.equal(mask, last_row.expand_as(mask)):
+        return last_row, "keys"
+    if n_q == n_k:
+        lower = torch.ones(n_q, n_k, dtype=torch.bool, device=mask.device).tril()  # (n, n)
+        if torch.equal(mask, (last_row & lower).expand_as(mask)):
+            return last_row, "causal"
+    return None, "full"
 
 
-class PatternAttention(MultiHeadAttention):
+def zero_masked_keys(key_mask, k, v):
+    """Zero the keys and values that ``key_mask`` ``(.., 1, n_k)`` hides, so that they cannot
+    leak into a mixture of keys (whatever the padding holds)."""
+    if key_mask is None:
+        return k, v
+    keep = key_mask.transpose(-2, -1)  # (batch | 1, heads | 1, n_k, 1)
+    return torch.where(keep, k, torch.zeros_like(k)), torch.where(keep, v, torch.zeros_like(v))
+
+
+def gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``x`` ``(B, n, d)``, ``index`` ``(B, r, S)`` -> ``(B, r, S, d)``: row ``index[b, i, s]`` of
+    ``x[b]`` (zeros where the index is -1), without expanding ``x`` to ``n x n``."""
+    batch, n, d = x.shape
+    offsets = torch.arange(batch, device=x.device)[:, None, None] * n  # (B, 1, 1)
+    rows = x.reshape(batch * n, d)[index.clamp(min=0) + offsets]  # (B, r, S, d)
+    return rows * (index >= 0)[..., None]
+
+
+class AttentionVariant(MultiHeadAttention):
+    """Base of every attention variant: :class:`~lectures_lib.attention.MultiHeadAttention` with
+    the capability flags of the module doc. Constructors follow one convention,
+    ``Cls(d_model, num_heads, dropout=0.0, *, bias=True, <own options>)``."""
+
+    masks = "any"  # "any", "keys and causal" or "keys"
+    self_attention_only = False
+    returns_weights = True
+    seq_len_limits = ("key",)  # with a ``seq_len``: which inputs may not be longer
+    seq_len_reason = "one parameter per position"
+
+    def check_inputs(self, query, key, value, mask, need_weights) -> None:
+        _validate.variant_inputs(self, query, key, value, mask, need_weights)
+
+    def supported_mask(self, mask, n_q: int, n_k: int) -> tuple[torch.Tensor | None, str]:
+        """:func:`split_mask`, refused clearly when this variant cannot honour the mask (on every
+        call, not only at the door: inside a model the mask comes from the layer)."""
+        key_mask, kind = split_mask(mask, n_q, n_k)
+        _validate.mask_support(self, mask, kind)
+        return key_mask, kind
+
+    @property
+    def dropout_p(self) -> float:
+        """The dropout probability on the weights: ``dropout`` while training, else 0."""
+        return self.dropout if self.training else 0.0
+
+
+class PatternAttention(AttentionVariant):
     """Base of the section-06 modules that attend under a sparse pattern (see the module doc).
 
     Self-attention only: queries and keys come from sequences of the same length. Subclasses
     implement :meth:`pattern` and :meth:`efficient_attend`; ``attend`` picks the path.
     """
 
-    def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        super().check_inputs(query, key, value, mask, need_weights)
-        if query.shape[1] != key.shape[1]:
-            raise ValueError(
-                f"{type(self).__name__} is self-attention under a pattern over positions: query "
-                f"and key must have the same length, got query {tuple(query.shape)} and key "
-                f"{tuple(key.shape)}"
-            )
+    self_attention_only = True
 
     def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """The cells this module may attend to, for per-head ``q``, ``k`` ``(batch, heads, n,
@@ -102,12 +148,12 @@ class PatternAttention(MultiHeadAttention):
         raise NotImplementedError
 
     def attend(self, q, k, v, mask, need_weights):
-        dropout_p = self.dropout if self.training else 0.0
-        only_keys, key_mask = as_key_mask(mask)
-        if only_keys:
-            return self.efficient_attend(q, k, v, key_mask, need_weights, dropout_p)
-        # A full (n_q, n_k) mask is already n x n: dense attention under pattern & mask.
+        key_mask, kind = split_mask(mask, q.shape[-2], k.shape[-2])
+        if kind == "keys":
+            key_mask = None if key_mask is None else key_mask[..., 0, :]  # (b|1, h|1, n)
+            return self.efficient_attend(q, k, v, key_mask, need_weights, self.dropout_p)
+        # A mask with a query dimension is already n x n: dense attention under pattern & mask.
         combined = self.pattern(q, k) & mask.to(q.device)  # (batch|1, heads|1, n, n)
         if need_weights:
-            return scaled_dot_product_attention(q, k, v, combined, dropout_p)
-        return fused_attention(q, k, v, combined, dropout_p), None
+            return scaled_dot_product_attention(q, k, v, combined, self.dropout_p)
+        return fused_attention(q, k, v, combined, self.dropout_p), None

@@ -32,16 +32,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..utils import (
-    at_boundary,
-    check_bool,
-    check_non_negative_int,
-    check_positive_int,
-    check_probability,
-    check_qkv,
-    check_tensor,
-)
-from .base import PatternAttention, check_key_mask
+from ..utils import validated
+from . import _validate
+from .base import PatternAttention, gather_rows
 
 __all__ = [
     "lsh_buckets",
@@ -60,6 +53,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.random_rotations)
 def random_rotations(
     d: int, n_buckets: int, n_hashes: int = 1, *, heads: int | None = None, seed: int = 0
 ) -> torch.Tensor:
@@ -67,20 +61,12 @@ def random_rotations(
     ``(heads, n_hashes, d, n_buckets // 2)``) standard normal entries from a generator seeded with
     ``seed``. ``n_buckets`` must be even (each direction and its opposite are two buckets).
     Derived in ``06_attention_variants.ipynb``."""
-    d = check_positive_int(d, "d")
-    n_buckets = check_positive_int(n_buckets, "n_buckets")
-    n_hashes = check_positive_int(n_hashes, "n_hashes")
-    if n_buckets % 2:
-        raise ValueError(
-            f"n_buckets must be even (a bucket per direction and per opposite), got {n_buckets}"
-        )
-    shape = (n_hashes, d, n_buckets // 2)
-    if heads is not None:
-        shape = (check_positive_int(heads, "heads"), *shape)
-    generator = torch.Generator().manual_seed(seed)
+    shape = (n_hashes, d, n_buckets // 2) if heads is None else (heads, n_hashes, d, n_buckets // 2)
+    generator = torch.Generator().manual_seed(int(seed))
     return torch.randn(shape, generator=generator)
 
 
+@validated(_validate.lsh_buckets)
 def lsh_buckets(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
     r"""Reformer's angular LSH: bucket :math:`h(x) = \arg\max_b [x R; -x R]_b` per round.
 
@@ -89,45 +75,19 @@ def lsh_buckets(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
     ``[0, n_buckets)``. Only directions matter: :math:`h(cx) = h(x)` for :math:`c > 0`.
     Derived in ``06_attention_variants.ipynb``.
     """
-    if at_boundary():
-        check_tensor(x, "x", dtype="floating")
-        check_tensor(rotations, "rotations", dtype="floating")
-        if x.dim() < 2 or rotations.dim() < 3 or rotations.shape[-2] != x.shape[-1]:
-            raise ValueError(
-                "x must be (..., n, d) and rotations (..., n_hashes, d, n_buckets / 2) with the "
-                f"same d, got x {tuple(x.shape)} and rotations {tuple(rotations.shape)}"
-            )
     projected = x.unsqueeze(-3) @ rotations.to(x.dtype)  # (..., n_hashes, n, n_buckets / 2)
     return torch.cat([projected, -projected], dim=-1).argmax(dim=-1)  # (..., n_hashes, n)
 
 
+@validated(_validate.nearest_centroid)
 def nearest_centroid(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
     r"""Spherical k-means assignment: the centroid :math:`\mu_c` with the largest
     :math:`\hat x \cdot \mu_c` (:math:`\hat x = x / \lVert x \rVert`). ``x`` ``(..., n, d)``,
     ``centroids`` ``(..., C, d)`` -> long ``(..., n)``. Derived in ``06_attention_variants.ipynb``."""
-    if at_boundary():
-        check_tensor(x, "x", dtype="floating")
-        check_tensor(centroids, "centroids", dtype="floating")
-        if x.dim() < 2 or centroids.dim() < 2 or centroids.shape[-2] == 0:
-            raise ValueError(
-                f"x must have shape (..., n, d) and centroids (..., C >= 1, d), got x "
-                f"{tuple(x.shape)} and centroids {tuple(centroids.shape)}"
-            )
-        if x.shape[-1] != centroids.shape[-1]:
-            raise ValueError(
-                f"centroids must have the width d = {x.shape[-1]} of x, got centroids "
-                f"{tuple(centroids.shape)} for x {tuple(x.shape)}"
-            )
-        try:
-            torch.broadcast_shapes(x.shape[:-2], centroids.shape[:-2])
-        except RuntimeError:
-            raise ValueError(
-                f"the leading dimensions of x {tuple(x.shape)} and centroids "
-                f"{tuple(centroids.shape)} must broadcast"
-            ) from None
     return (F.normalize(x, dim=-1) @ centroids.to(x.dtype).transpose(-2, -1)).argmax(dim=-1)
 
 
+@validated(_validate.kmeans)
 def kmeans(
     x: torch.Tensor, n_clusters: int, num_iters: int = 10, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -138,13 +98,8 @@ def kmeans(
     Returns ``(centroids (..., n_clusters, d), assignment (..., n))``; a centroid that loses all
     its vectors stays where it was. Derived in ``06_attention_variants.ipynb``.
     """
-    check_tensor(x, "x", dtype="floating")
-    if x.dim() < 2 or x.shape[-2] == 0:
-        raise ValueError(f"x must have shape (..., n >= 1, d), got {tuple(x.shape)}")
-    n_clusters = check_positive_int(n_clusters, "n_clusters")
-    num_iters = check_non_negative_int(num_iters, "num_iters")
     directions = F.normalize(x.detach(), dim=-1)  # (..., n, d)
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(int(seed))
     start = torch.randint(0, x.shape[-2], (n_clusters,), generator=generator).to(x.device)
     centroids = directions[..., start, :]  # (..., C, d)
     for _ in range(num_iters):
@@ -156,12 +111,11 @@ def kmeans(
     return centroids, nearest_centroid(directions, centroids)
 
 
+@validated(_validate.cluster_mask)
 def cluster_mask(query_clusters: torch.Tensor, key_clusters: torch.Tensor) -> torch.Tensor:
     """Dense bool mask ``(..., n_q, n_k)``: True where query and key share a cluster in at least
     one round. ``query_clusters`` ``(..., rounds, n_q)``, ``key_clusters`` ``(..., rounds, n_k)``.
     Builds ``n x n``: for pictures and checks. Derived in ``06_attention_variants.ipynb``."""
-    check_tensor(query_clusters, "query_clusters", dtype="integer")
-    check_tensor(key_clusters, "key_clusters", dtype="integer")
     same = query_clusters[..., :, None] == key_clusters[..., None, :]  # (..., rounds, n_q, n_k)
     return same.any(dim=-3)  # (..., n_q, n_k)
 
@@ -180,7 +134,7 @@ def _chunks(cluster: torch.Tensor, n_clusters: int, size: int | None = None):
     batch, n = cluster.shape
     counts = F.one_hot(cluster, n_clusters).sum(dim=-2)  # (B, C) members per cluster
     if size is None:
-        size = max(int(counts.max()), 1) if n else 1
+        size = max(int(counts.max()), 1) if counts.numel() else 1
     order = torch.sort(cluster, dim=-1, stable=True).indices  # (B, n): positions, by cluster
     starts = counts.cumsum(dim=-1) - counts  # (B, C): first sorted index of each cluster
     sorted_cluster = cluster.gather(-1, order)  # (B, n)
@@ -191,14 +145,7 @@ def _chunks(cluster: torch.Tensor, n_clusters: int, size: int | None = None):
     return table.reshape(batch, n_clusters, size), size
 
 
-def _gather(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """``x`` ``(B, n, d)``, ``table`` ``(B, C, S)`` (-1 = empty) -> ``(B, C, S, d)`` (zeros there)."""
-    batch, n, d = x.shape
-    offsets = torch.arange(batch, device=x.device)[:, None, None] * n
-    rows = x.reshape(batch * n, d)[table.clamp(min=0) + offsets]  # (B, C, S, d)
-    return rows * (table >= 0)[..., None]
-
-
+@validated(_validate.clustered_attention)
 def clustered_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -239,36 +186,12 @@ def clustered_attention(
 
     Derived in ``06_attention_variants.ipynb``.
     """
-    if at_boundary():
-        check_qkv(q, k, v)
-        n_clusters = check_positive_int(n_clusters, "n_clusters")
-        check_bool(need_weights, "need_weights")
-        dropout_p = check_probability(dropout_p, "dropout_p")
-        for name, clusters, n in (("query_clusters", query_clusters, q.shape[-2]),
-                                  ("key_clusters", key_clusters, k.shape[-2])):
-            check_tensor(clusters, name, dtype="integer")
-            if clusters.dim() < 2 or clusters.shape[-1] != n or clusters.dim() - 1 > q.dim() - 2 + 1:
-                raise ValueError(
-                    f"{name} must have shape (..., rounds, {n}), got {tuple(clusters.shape)}"
-                )
-            if clusters.numel() and not (0 <= int(clusters.min()) and int(clusters.max()) < n_clusters):
-                raise ValueError(
-                    f"{name} must lie in [0, {n_clusters - 1}] (n_clusters={n_clusters}), got "
-                    f"values from {int(clusters.min())} to {int(clusters.max())}"
-                )
-        if query_clusters.shape[-2] != key_clusters.shape[-2]:
-            raise ValueError(
-                "query_clusters and key_clusters must have the same number of rounds, got "
-                f"{tuple(query_clusters.shape)} and {tuple(key_clusters.shape)}"
-            )
-        if key_mask is not None:
-            check_key_mask(key_mask, k.shape[:-1])
     lead, n_q, n_k = q.shape[:-2], q.shape[-2], k.shape[-2]
     rounds = query_clusters.shape[-2]
     batch = math.prod(lead)
     q_clusters = query_clusters.to(q.device).expand(*lead, rounds, n_q).reshape(batch, rounds, n_q)
     k_clusters = key_clusters.to(q.device).expand(*lead, rounds, n_k).reshape(batch, rounds, n_k)
-    if n_q == 0 or n_k == 0:
+    if batch == 0 or n_q == 0 or n_k == 0:  # the empty result dense attention gives
         out = q.new_zeros(*lead, n_q, v.shape[-1])
         return (out, q.new_zeros(*lead, n_q, n_k)) if need_weights else out
 
@@ -279,20 +202,21 @@ def clustered_attention(
     def per_round(x: torch.Tensor) -> torch.Tensor:  # (B, n, d) -> (B * rounds, n, d)
         return x[:, None].expand(-1, rounds, -1, -1).reshape(batch * rounds, *x.shape[1:])
 
-    queries = _gather(per_round(q.reshape(batch, n_q, -1)), q_table)  # (BR, C, Bq, d_k)
-    keys = _gather(per_round(k.reshape(batch, n_k, -1)), k_table)  # (BR, C, Bk, d_k)
-    values = _gather(per_round(v.reshape(batch, n_k, -1)), k_table)  # (BR, C, Bk, d_v)
+    queries = gather_rows(per_round(q.reshape(batch, n_q, -1)), q_table)  # (BR, C, Bq, d_k)
+    keys = gather_rows(per_round(k.reshape(batch, n_k, -1)), k_table)  # (BR, C, Bk, d_k)
+    values = gather_rows(per_round(v.reshape(batch, n_k, -1)), k_table)  # (BR, C, Bk, d_v)
     scores = queries @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (BR, C, Bq, Bk)
 
     key_ok = k_table >= 0  # (BR, C, Bk)
     if key_mask is not None:
         allowed_keys = key_mask.to(q.device).expand(*lead, n_k).reshape(batch, n_k)  # (B, n_k)
-        key_ok = key_ok & _gather(per_round(allowed_keys[..., None].to(q.dtype)), k_table)[..., 0].bool()
+        allowed_rows = gather_rows(per_round(allowed_keys[..., None].to(q.dtype)), k_table)
+        key_ok = key_ok & allowed_rows[..., 0].bool()  # (BR, C, Bk)
     allowed = (q_table >= 0)[..., :, None] & key_ok[..., None, :]  # (BR, C, Bq, Bk)
 
     if rounds > 1:  # m_ij: in how many rounds query i and key j share a cluster
-        q_all = _gather(per_round(q_clusters.transpose(1, 2).to(q.dtype)), q_table)  # (BR,C,Bq,R)
-        k_all = _gather(per_round(k_clusters.transpose(1, 2).to(q.dtype)), k_table)  # (BR,C,Bk,R)
+        q_all = gather_rows(per_round(q_clusters.transpose(1, 2).to(q.dtype)), q_table)  # (BR,C,Bq,R)
+        k_all = gather_rows(per_round(k_clusters.transpose(1, 2).to(q.dtype)), k_table)  # (BR,C,Bk,R)
         meetings = torch.zeros_like(scores)  # (BR, C, Bq, Bk), one round at a time
         for r in range(rounds):
             meetings += q_all[..., :, None, r] == k_all[..., None, :, r]
@@ -375,14 +299,14 @@ class LSHAttention(PatternAttention):
         num_heads: int,
         dropout: float = 0.0,
         *,
+        bias: bool = True,
         n_buckets: int = 8,
         n_hashes: int = 2,
         seed: int = 0,
-        bias: bool = True,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        self.n_buckets = check_positive_int(n_buckets, "n_buckets")
-        self.n_hashes = check_positive_int(n_hashes, "n_hashes")
+        _validate.lsh_module(self, n_buckets, n_hashes, seed)
+        self.n_buckets, self.n_hashes = int(n_buckets), int(n_hashes)
         rotations = random_rotations(self.d_head, n_buckets, n_hashes, heads=num_heads, seed=seed)
         self.register_buffer("rotations", rotations)  # (heads, n_hashes, d_head, n_buckets / 2)
 
@@ -431,15 +355,15 @@ class RoutingAttention(PatternAttention):
         num_heads: int,
         dropout: float = 0.0,
         *,
+        bias: bool = True,
         n_clusters: int = 4,
         decay: float = 0.999,
         seed: int = 0,
-        bias: bool = True,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        self.n_clusters = check_positive_int(n_clusters, "n_clusters")
-        self.decay = check_probability(decay, "decay")
-        generator = torch.Generator().manual_seed(seed)
+        _validate.routing_module(self, n_clusters, decay, seed)
+        self.n_clusters, self.decay = int(n_clusters), float(decay)
+        generator = torch.Generator().manual_seed(int(seed))
         centroids = F.normalize(torch.randn(num_heads, n_clusters, self.d_head, generator=generator), dim=-1)
         self.register_buffer("centroids", centroids)  # (heads, C, d_head)
 

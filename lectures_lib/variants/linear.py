@@ -15,15 +15,9 @@ from collections.abc import Callable
 import torch
 
 from ..attention import MultiHeadAttention
-from ..utils import (
-    at_boundary,
-    check_bool,
-    check_positive_int,
-    check_qkv,
-    check_tensor,
-    inside_library,
-)
-from ._key_masks import split_mask
+from ..utils import validated
+from . import _validate
+from .base import AttentionVariant
 
 __all__ = [
     "elu_feature_map",
@@ -37,6 +31,7 @@ __all__ = [
 CHUNK = 64  # causal linear attention: queries per chunk (an N x CHUNK block at most)
 
 
+@validated(_validate.elu_feature_map)
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     r""":math:`\phi(x) = \operatorname{elu}(x) + 1`, positive everywhere (Katharopoulos et al. 2020).
 
@@ -46,8 +41,6 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     attention. This form stays positive until :math:`e^x` itself underflows (:math:`x < -103`
     in float32). Derived in ``07_efficient_attention.ipynb``.
     """
-    if at_boundary():
-        check_tensor(x, "x", dtype="floating")
     return torch.exp(torch.clamp(x, max=0.0)) + torch.relu(x)
 
 
@@ -59,6 +52,15 @@ def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
 def _safe_divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
     # With non-negative features a zero denominator means a zero numerator: output 0, not NaN.
     return numerator / torch.where(denominator == 0, torch.ones_like(denominator), denominator)
+
+
+def _quadratic_weights(q_features, k_features, causal: bool) -> torch.Tensor:
+    r"""The left form's ``(..., n_q, n_k)`` weights :math:`\phi(q_i) \cdot \phi(k_j)`, normalised
+    per row: built only when they are asked for (pictures and checks)."""
+    similarity = q_features @ k_features.transpose(-2, -1)  # (..., n_q, n_k)
+    if causal:
+        similarity = similarity.tril()  # j <= i
+    return _safe_divide(similarity, similarity.sum(dim=-1, keepdim=True))
 
 
 def _linear_from_features(
@@ -98,29 +100,7 @@ def _linear_from_features(
     return torch.cat(outputs, dim=-2)  # (..., n, d_v)
 
 
-def _check_features(
-    q_features: object, k_features: object, q: torch.Tensor, k: torch.Tensor
-) -> None:
-    """What a feature map returns: floating tensors ``(..., n, f)`` of non-negative features."""
-    for name, features, x in (("queries", q_features, q), ("keys", k_features, k)):
-        if not isinstance(features, torch.Tensor) or not features.is_floating_point():
-            raise TypeError(
-                f"feature_map must return a floating tensor, got {type(features).__name__} "
-                f"for the {name}"
-            )
-        if features.shape[:-1] != x.shape[:-1]:
-            raise ValueError(
-                f"feature_map must keep every dimension but the last: the {name} have shape "
-                f"{tuple(x.shape)}, their features {tuple(features.shape)}"
-            )
-        if bool((features < 0).any()):
-            raise ValueError(
-                f"feature_map must give non-negative features (weights phi(q).phi(k) >= 0), but "
-                f"the features of the {name} reach {features.min().item():.3g}: use "
-                "elu_feature_map or another positive map (softmax attention is exp(q.k) > 0)"
-            )
-
-
+@validated(_validate.linear_attention)
 def linear_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -145,8 +125,10 @@ def linear_attention(
     :math:`N \times N`). Unlike softmax attention there is no :math:`1/\sqrt{d_k}` (as in the
     paper). A query whose features are orthogonal to every key's (e.g. no keys) gets a zero output.
 
-    float16 and bfloat16 inputs are summed in float32 (a sum over 4096 keys overflows float16)
-    and the output is returned in the input dtype.
+    float16 and bfloat16 inputs are cast to float32 *before* the feature map (in float16
+    :math:`e^x` is exactly 0 below :math:`x \approx -17`, and a query whose features all vanish
+    would get an all-zero output) and summed in float32 (a sum over 4096 keys overflows float16);
+    the output is returned in the input dtype.
 
     Args:
         q: queries ``(..., n_q, d_k)``.
@@ -161,32 +143,16 @@ def linear_attention(
 
     Derived in ``07_efficient_attention.ipynb``.
     """
-    if at_boundary():
-        check_qkv(q, k, v)
-        check_bool(causal, "causal")
-        if causal and q.shape[-2] != k.shape[-2]:
-            raise ValueError(
-                "causal linear attention needs as many queries as keys (query i sees keys 0 ... i),"
-                f" got q {tuple(q.shape)} and k {tuple(k.shape)}"
-            )
-    if not callable(feature_map):
-        raise TypeError(f"feature_map must be callable, got {type(feature_map).__name__}")
-    with inside_library():
-        q_features, k_features = feature_map(q), feature_map(k)  # (..., n_q, f), (..., n_k, f)
-    if at_boundary():
-        _check_features(q_features, k_features, q, k)
     with_sums = _accumulation_dtype(q.dtype)
+    q, k = q.to(with_sums), k.to(with_sums)  # upcast first: the feature map runs in float32
+    q_features, k_features = feature_map(q), feature_map(k)  # (..., n_q, f), (..., n_k, f)
+    _validate.features(q_features, k_features, q, k)  # the map may be the learner's: check it
     q_features, k_features = q_features.to(with_sums), k_features.to(with_sums)
-    if q_features.shape[-1] != k_features.shape[-1]:
-        raise ValueError(
-            "feature_map must map queries and keys to the same number of features, got "
-            f"{tuple(q_features.shape)} and {tuple(k_features.shape)}"
-        )
     out = _linear_from_features(q_features, k_features, v.to(with_sums), causal)
     return out.to(v.dtype)  # (..., n_q, d_v)
 
 
-class LinearAttention(MultiHeadAttention):
+class LinearAttention(AttentionVariant):
     r"""Multi-head linear attention (Katharopoulos et al. 2020): :class:`MultiHeadAttention` with
     :meth:`attend` replaced by :func:`linear_attention` on each head.
 
@@ -198,22 +164,25 @@ class LinearAttention(MultiHeadAttention):
     Masks: key padding (the same keys for every query) and the causal mask (with or without key
     padding, as the Transformer's decoder builds it) are honoured: a padded key's features are set
     to 0, so it drops out of both sums; causal uses the running sums. Any other mask raises.
-    ``need_weights=True`` returns ``None`` as weights: the :math:`N \times N` matrix is never
-    built. Derived in ``07_efficient_attention.ipynb``.
+    ``need_weights=True`` also returns the weights of the quadratic form,
+    :math:`\phi(q_i) \cdot \phi(k_j) / \sum_{j'} \phi(q_i) \cdot \phi(k_{j'})`
+    ``(batch, heads, n_q, n_k)``, built only because they were asked for (pictures and checks);
+    the output itself never builds them. Derived in ``07_efficient_attention.ipynb``.
     """
+
+    masks = "keys and causal"
 
     def __init__(
         self,
         d_model: int,
         num_heads: int,
         dropout: float = 0.0,
-        bias: bool = True,
         *,
+        bias: bool = True,
         feature_map: Callable[[torch.Tensor], torch.Tensor] = elu_feature_map,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        if not callable(feature_map):
-            raise TypeError(f"feature_map must be callable, got {type(feature_map).__name__}")
+        _validate.feature_map_is_callable(feature_map)
         self.feature_map = feature_map
 
     def features(
@@ -222,20 +191,23 @@ class LinearAttention(MultiHeadAttention):
         """:math:`\\phi` of queries or keys ``(batch, heads, n, d_head)`` -> ``(..., n, f)``, in
         at least float32; a key where ``key_mask`` ``(.., 1, n)`` is False gets all-zero features,
         so it drops out of both sums."""
-        features = self.feature_map(x).to(_accumulation_dtype(x.dtype))
+        x = x.to(_accumulation_dtype(x.dtype))  # upcast first: the map runs in float32 at least
+        features = self.feature_map(x)
+        _validate.features(features, features, x, x)  # the map may be the learner's: check it
+        features = features.to(x.dtype)
         if key_mask is not None:
             keep = key_mask.transpose(-2, -1)  # (batch | 1, heads | 1, n, 1)
             features = torch.where(keep, features, torch.zeros_like(features))  # padded key: 0
         return features
 
     def attend(self, q, k, v, mask, need_weights):
-        key_mask, causal = split_mask(
-            mask, q.shape[-2], k.shape[-2], type(self).__name__, allow_causal=True
-        )
+        key_mask, kind = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # keys or causal
         q_features = self.features(q, is_query=True)  # (batch, heads, n_q, f)
         k_features = self.features(k, is_query=False, key_mask=key_mask)  # (batch, heads, n_k, f)
+        causal = kind == "causal"
         out = _linear_from_features(q_features, k_features, v.to(q_features.dtype), causal)
-        return out.to(v.dtype), None  # (batch, heads, n_q, d_head)
+        weights = _quadratic_weights(q_features, k_features, causal) if need_weights else None
+        return out.to(v.dtype), weights if weights is None else weights.to(v.dtype)
 
     def extra_repr(self) -> str:
         name = getattr(self.feature_map, "__name__", type(self.feature_map).__name__)
@@ -247,6 +219,7 @@ class LinearAttention(MultiHeadAttention):
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.random_projection)
 def random_projection(
     n_features: int,
     d: int,
@@ -264,15 +237,6 @@ def random_projection(
     on its own; the estimate stays unbiased and its variance is smaller. Derived in
     ``07_efficient_attention.ipynb``.
     """
-    n_features = check_positive_int(n_features, "n_features")
-    d = check_positive_int(d, "d")
-    check_bool(orthogonal, "orthogonal")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
-        )
     gaussian = torch.randn(n_features, d, generator=generator, dtype=torch.float64)
     if not orthogonal:
         return gaussian.to(dtype)
@@ -289,6 +253,7 @@ def random_projection(
     return (rows * lengths).to(dtype)
 
 
+@validated(_validate.performer_features)
 def performer_features(x: torch.Tensor, projection: torch.Tensor) -> torch.Tensor:
     r"""Positive random features of the softmax kernel (FAVOR+, Choromanski et al. 2021):
 
@@ -304,16 +269,6 @@ def performer_features(x: torch.Tensor, projection: torch.Tensor) -> torch.Tenso
     :class:`PerformerAttention` shifts the exponents by constants that cancel in the ratio.
     Derived in ``07_efficient_attention.ipynb``.
     """
-    if at_boundary():
-        check_tensor(x, "x", dtype="floating")
-        if x.dim() < 1:
-            raise ValueError("x must have at least 1 dimension (..., d), got a 0-d tensor")
-        check_tensor(projection, "projection", ndim=2, dtype="floating")
-        if projection.shape[-1] != x.shape[-1]:
-            raise ValueError(
-                f"projection must have shape (n_features, {x.shape[-1]}) to match x's last "
-                f"dimension, got {tuple(projection.shape)} for x of shape {tuple(x.shape)}"
-            )
     return torch.exp(_performer_exponents(x, projection)) / math.sqrt(projection.shape[0])
 
 
@@ -346,14 +301,14 @@ class PerformerAttention(LinearAttention):
         d_model: int,
         num_heads: int,
         dropout: float = 0.0,
-        bias: bool = True,
         *,
+        bias: bool = True,
         n_features: int = 64,
         orthogonal: bool = True,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        self.n_features = check_positive_int(n_features, "n_features")
-        self.orthogonal = check_bool(orthogonal, "orthogonal")
+        _validate.performer(self, n_features, orthogonal)
+        self.n_features, self.orthogonal = int(n_features), orthogonal
         self.register_buffer("projection", random_projection(n_features, self.d_head, orthogonal))
 
     def features(

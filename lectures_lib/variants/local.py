@@ -12,16 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import masked_softmax
-from ..utils import (
-    at_boundary,
-    check_bool,
-    check_non_negative_int,
-    check_probability,
-    check_qkv,
-    check_tensor,
-    inside_library,
-)
-from .base import PatternAttention, check_key_mask
+from ..utils import validated
+from . import _validate
+from .base import PatternAttention
 from .patterns import local_mask
 
 __all__ = ["local_attention", "band_to_dense", "LocalAttention"]
@@ -34,6 +27,7 @@ def _neighbours(x: torch.Tensor, window: int) -> torch.Tensor:
     return padded.unfold(-2, 2 * window + 1, 1)  # (..., n, d, 2w + 1): a sliding view, no copy
 
 
+@validated(_validate.local_attention)
 def local_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -77,19 +71,6 @@ def local_attention(
 
     Derived in ``06_attention_variants.ipynb``.
     """
-    if at_boundary():
-        check_qkv(q, k, v)
-        window = check_non_negative_int(window, "window")
-        if k.shape[-2] != q.shape[-2]:
-            raise ValueError(
-                "local attention is self-attention: it needs as many queries as keys (query i "
-                f"looks at keys i - window ... i + window), got q {tuple(q.shape)} and k "
-                f"{tuple(k.shape)}"
-            )
-        check_bool(need_weights, "need_weights")
-        dropout_p = check_probability(dropout_p, "dropout_p")
-        if key_mask is not None:
-            check_key_mask(key_mask, q.shape[:-1])
     n = q.shape[-2]
     if n == 0:  # an empty sequence: nothing to attend to, nothing to return
         empty_weights = q.new_zeros(*q.shape[:-1], 1)  # (..., 0, 1)
@@ -111,8 +92,7 @@ def local_attention(
         # The same sliding view of the key mask: slot o of row i says whether key i - w + o counts.
         padded = F.pad(key_mask.to(q.device), (window, window), value=False)  # (..., n + 2w)
         allowed = allowed & padded.unfold(-1, 2 * window + 1, 1)  # (..., n, 2w + 1)
-    with inside_library():  # -inf on the blocked slots, zero rows where nothing is allowed
-        band_weights = masked_softmax(scores, allowed)  # (..., n, 2w + 1), rows sum to 1 (or 0)
+    band_weights = masked_softmax(scores, allowed)  # (..., n, 2w + 1), rows sum to 1 (or 0)
     if dropout_p > 0.0:
         band_weights = F.dropout(band_weights, p=dropout_p)
 
@@ -120,17 +100,12 @@ def local_attention(
     return (out, band_weights) if need_weights else out
 
 
+@validated(_validate.band_to_dense)
 def band_to_dense(band_weights: torch.Tensor) -> torch.Tensor:
     """Scatter banded weights ``(..., n, 2w + 1)`` (from :func:`local_attention`) into the dense
     ``(..., n, n)`` matrix, zero outside the band. Builds the N x N matrix: for pictures and checks
     on small ``n`` only. Derived in ``06_attention_variants.ipynb``.
     """
-    check_tensor(band_weights, "band_weights", dtype="floating")
-    if band_weights.dim() < 2 or band_weights.shape[-1] % 2 == 0:
-        raise ValueError(
-            "band_weights must have shape (..., n, 2 * window + 1) (an odd last dimension), "
-            f"got {tuple(band_weights.shape)}"
-        )
     n, width = band_weights.shape[-2:]
     window = (width - 1) // 2
     # Row i of a matrix with w extra columns on each side: slot o lands in column i + o.
@@ -165,11 +140,12 @@ class LocalAttention(PatternAttention):
         num_heads: int,
         dropout: float = 0.0,
         *,
-        window: int = 8,
         bias: bool = True,
+        window: int = 8,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        self.window = check_non_negative_int(window, "window")
+        _validate.local_module(self, window)
+        self.window = int(window)
 
     def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """The cells this module may attend to: ``local_mask(n, window)`` ``(n, n)``."""

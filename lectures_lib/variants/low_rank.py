@@ -16,23 +16,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention import MultiHeadAttention, scaled_dot_product_attention
-from ..utils import check_positive_int
-from ._key_masks import split_mask
+from ..attention import scaled_dot_product_attention
+from . import _validate
+from .base import AttentionVariant, zero_masked_keys
 
 __all__ = ["LinformerAttention", "CompressedAttention"]
 
 
-def _zero_padded_keys(key_mask, k, v):
-    """Zero the keys and values that ``key_mask`` ``(.., 1, n_k)`` hides: they must not leak into
-    the mixtures (whatever the padding holds)."""
-    if key_mask is None:
-        return k, v
-    keep = key_mask.transpose(-2, -1)  # (batch | 1, heads | 1, n_k, 1)
-    return torch.where(keep, k, torch.zeros_like(k)), torch.where(keep, v, torch.zeros_like(v))
-
-
-class LinformerAttention(MultiHeadAttention):
+class LinformerAttention(AttentionVariant):
     r"""Linformer: keys and values projected along the sequence to ``k`` representative rows.
 
     .. math::
@@ -54,26 +45,29 @@ class LinformerAttention(MultiHeadAttention):
     Masks: key padding (padded keys are zeroed before the projection, so they do not enter the
     mixtures; the ``k`` mixtures themselves are always attended to). A causal mask raises: every
     representative key mixes all positions, future ones included.
-    ``need_weights=True`` returns ``None`` (the weights are ``(N, k)``, not ``(N, N)``).
-    Derived in ``07_efficient_attention.ipynb``.
+    ``need_weights=True`` returns ``None`` (``returns_weights = False``: the weights are
+    ``(N, k)`` over mixtures of keys, not ``(N, N)``). Derived in ``07_efficient_attention.ipynb``.
     """
+
+    masks = "keys"
+    returns_weights = False
+    seq_len_limits = ("key",)
+    seq_len_reason = "its projections have one column per position"
 
     def __init__(
         self,
         d_model: int,
         num_heads: int,
         dropout: float = 0.0,
-        bias: bool = True,
         *,
+        bias: bool = True,
         seq_len: int,
         k: int = 64,
         share_kv: bool = False,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        self.seq_len = check_positive_int(seq_len, "seq_len")
-        self.k = check_positive_int(k, "k")
-        if not isinstance(share_kv, bool):
-            raise TypeError(f"share_kv must be a bool, got {type(share_kv).__name__}")
+        _validate.linformer(self, seq_len, k, share_kv)
+        self.seq_len, self.k = int(seq_len), int(k)
         self.key_projection = nn.Parameter(torch.empty(self.k, self.seq_len))  # E: (k, N)
         nn.init.xavier_normal_(self.key_projection)
         if share_kv:
@@ -83,28 +77,16 @@ class LinformerAttention(MultiHeadAttention):
             nn.init.xavier_normal_(self.value_projection)
         self.share_kv = share_kv
 
-    def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        super().check_inputs(query, key, value, mask, need_weights)
-        if key.shape[1] > self.seq_len:
-            raise ValueError(
-                f"LinformerAttention was built for seq_len={self.seq_len} (its projections have "
-                f"one column per position), got key of shape {tuple(key.shape)} with "
-                f"{key.shape[1]} positions"
-            )
-
     def attend(self, q, k, v, mask, need_weights):
-        key_mask, _ = split_mask(
-            mask, q.shape[-2], k.shape[-2], type(self).__name__, allow_causal=False
-        )
-        k, v = _zero_padded_keys(key_mask, k, v)
+        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # key padding only
+        k, v = zero_masked_keys(key_mask, k, v)
         n_k = k.shape[-2]
         e = self.key_projection[:, :n_k].to(k.dtype)  # (k, n_k)
         f = self.value_projection[:, :n_k].to(v.dtype)  # (k, n_k)
         representative_keys = e @ k  # (batch, heads, k, d_head): E K
         representative_values = f @ v  # (batch, heads, k, d_head): F V
-        dropout_p = self.dropout if self.training else 0.0
         out, _ = scaled_dot_product_attention(
-            q, representative_keys, representative_values, None, dropout_p
+            q, representative_keys, representative_values, None, self.dropout_p
         )  # (batch, heads, n_q, d_head); the weights are (n_q, k)
         return out, None
 
@@ -112,7 +94,7 @@ class LinformerAttention(MultiHeadAttention):
         return f"{super().extra_repr()}, seq_len={self.seq_len}, k={self.k}, share_kv={self.share_kv}"
 
 
-class CompressedAttention(MultiHeadAttention):
+class CompressedAttention(AttentionVariant):
     r"""Memory-compressed attention (Liu et al. 2018): keys and values summarised by a strided
     convolution, one representative per ``stride`` positions.
 
@@ -131,20 +113,25 @@ class CompressedAttention(MultiHeadAttention):
 
     Masks: key padding (padded keys are zeroed first; a representative whose window holds no real
     key is masked). A causal mask raises: a window mixes a position with later ones.
-    ``need_weights=True`` returns ``None``. Derived in ``07_efficient_attention.ipynb``.
+    ``need_weights=True`` returns ``None`` (``returns_weights = False``: one weight per
+    representative, not per key). Derived in ``07_efficient_attention.ipynb``.
     """
+
+    masks = "keys"
+    returns_weights = False
 
     def __init__(
         self,
         d_model: int,
         num_heads: int,
         dropout: float = 0.0,
-        bias: bool = True,
         *,
+        bias: bool = True,
         stride: int = 4,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        self.stride = check_positive_int(stride, "stride")
+        _validate.compressed(self, stride)
+        self.stride = int(stride)
         self.key_conv = nn.Conv1d(self.d_head, self.d_head, kernel_size=stride, stride=stride)
         self.value_conv = nn.Conv1d(self.d_head, self.d_head, kernel_size=stride, stride=stride)
 
@@ -152,19 +139,18 @@ class CompressedAttention(MultiHeadAttention):
         """``(batch, heads, n, d)`` -> ``(batch, heads, ceil(n / s), d)``."""
         batch, heads, n, d = x.shape
         pad = -n % self.stride
+        n_c = (n + pad) // self.stride
         x = F.pad(x, (0, 0, 0, pad))  # (batch, heads, n + pad, d)
         x = x.reshape(batch * heads, n + pad, d).transpose(1, 2)  # (batch * heads, d, n + pad)
-        x = conv(x)  # (batch * heads, d, (n + pad) / s)
-        return x.transpose(1, 2).reshape(batch, heads, -1, d)  # (batch, heads, n_c, d)
+        x = conv(x)  # (batch * heads, d, n_c)
+        return x.transpose(1, 2).reshape(batch, heads, n_c, d)  # (batch, heads, n_c, d)
 
     def attend(self, q, k, v, mask, need_weights):
-        key_mask, _ = split_mask(
-            mask, q.shape[-2], k.shape[-2], type(self).__name__, allow_causal=False
-        )
+        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # key padding only
         n_k = k.shape[-2]
         if n_k == 0:
             return q.new_zeros(*q.shape[:-1], v.shape[-1]), None
-        k, v = _zero_padded_keys(key_mask, k, v)
+        k, v = zero_masked_keys(key_mask, k, v)
         compressed_keys = self._compress(self.key_conv, k)  # (batch, heads, n_c, d)
         compressed_values = self._compress(self.value_conv, v)  # (batch, heads, n_c, d)
         compressed_mask = None
@@ -172,9 +158,8 @@ class CompressedAttention(MultiHeadAttention):
             pad = -n_k % self.stride
             windows = F.pad(key_mask, (0, pad)).unflatten(-1, (-1, self.stride))  # (.., n_c, s)
             compressed_mask = windows.any(dim=-1)  # (batch | 1, heads | 1, 1, n_c)
-        dropout_p = self.dropout if self.training else 0.0
         out, _ = scaled_dot_product_attention(
-            q, compressed_keys, compressed_values, compressed_mask, dropout_p
+            q, compressed_keys, compressed_values, compressed_mask, self.dropout_p
         )  # (batch, heads, n_q, d_head)
         return out, None
 

@@ -12,19 +12,19 @@ Derived in ``07_efficient_attention.ipynb``.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention import MultiHeadAttention, attention_scores, masked_softmax
-from ..utils import at_boundary, check_positive_int, check_tensor
-from ._key_masks import split_mask
+from ..attention import attention_scores, masked_softmax
+from ..utils import validated
+from . import _validate
+from .base import AttentionVariant
 
 __all__ = ["sinkhorn", "SinkhornAttention"]
 
 
+@validated(_validate.sinkhorn)
 def sinkhorn(log_scores: torch.Tensor, n_iters: int = 8) -> torch.Tensor:
     r"""Sinkhorn normalisation: alternately normalise rows and columns of :math:`e^{S}`.
 
@@ -45,21 +45,13 @@ def sinkhorn(log_scores: torch.Tensor, n_iters: int = 8) -> torch.Tensor:
         ``(..., n, n)`` non-negative; its columns sum to 1 exactly (the last step), its rows
         approximately (closer with every round). Derived in ``07_efficient_attention.ipynb``.
     """
-    if at_boundary():
-        check_tensor(log_scores, "log_scores", dtype="floating")
-        if log_scores.dim() < 2 or log_scores.shape[-1] != log_scores.shape[-2]:
-            raise ValueError(
-                "log_scores must have shape (..., n, n) (a square matrix per block pair), got "
-                f"{tuple(log_scores.shape)}"
-            )
-        n_iters = check_positive_int(n_iters, "n_iters")
     for _ in range(n_iters):
         log_scores = log_scores - torch.logsumexp(log_scores, dim=-1, keepdim=True)  # rows
         log_scores = log_scores - torch.logsumexp(log_scores, dim=-2, keepdim=True)  # columns
     return log_scores.exp()
 
 
-class SinkhornAttention(MultiHeadAttention):
+class SinkhornAttention(AttentionVariant):
     r"""Sparse Sinkhorn attention (Tay et al. 2020): a learned pattern of blocks.
 
     Per head, with blocks of ``block_size`` = :math:`b` positions (:math:`n_b = \lceil N/b \rceil`):
@@ -87,38 +79,30 @@ class SinkhornAttention(MultiHeadAttention):
 
     Self-attention only (as many queries as keys). Masks: key padding only (a padded key never gets
     weight); a causal mask raises (the paper's causal Sinkhorn balancing is not implemented).
-    ``need_weights=True`` returns ``None`` as weights. Derived in ``07_efficient_attention.ipynb``.
+    ``need_weights=True`` returns ``None`` as weights (``returns_weights = False``): a query's
+    keys are mixtures of blocks, not positions. Derived in ``07_efficient_attention.ipynb``.
     """
+
+    masks = "keys"
+    self_attention_only = True
+    returns_weights = False
 
     def __init__(
         self,
         d_model: int,
         num_heads: int,
         dropout: float = 0.0,
-        bias: bool = True,
         *,
+        bias: bool = True,
         block_size: int = 16,
         n_iters: int = 8,
         temperature: float = 0.75,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        self.block_size = check_positive_int(block_size, "block_size")
-        self.n_iters = check_positive_int(n_iters, "n_iters")
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-            raise TypeError(f"temperature must be a float > 0, got {type(temperature).__name__}")
-        if not (math.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
+        _validate.sinkhorn_module(self, block_size, n_iters, temperature)
+        self.block_size, self.n_iters = int(block_size), int(n_iters)
         self.temperature = float(temperature)
         self.sort_proj = nn.Linear(self.d_head, self.d_head, bias=False)  # W of the sorting net
-
-    def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        super().check_inputs(query, key, value, mask, need_weights)
-        if query.shape[1] != key.shape[1]:
-            raise ValueError(
-                "SinkhornAttention is self-attention: it sorts the blocks of one sequence, so it "
-                f"needs as many queries as keys, got query {tuple(query.shape)} and key "
-                f"{tuple(key.shape)}"
-            )
 
     def _blocks(self, x: torch.Tensor, n_blocks: int) -> torch.Tensor:
         """``(batch, heads, n, d)`` -> ``(batch, heads, n_blocks, b, d)``, zero-padded at the end."""
@@ -135,9 +119,7 @@ class SinkhornAttention(MultiHeadAttention):
         return sinkhorn(scores / self.temperature, self.n_iters)
 
     def attend(self, q, k, v, mask, need_weights):
-        key_mask, _ = split_mask(
-            mask, q.shape[-2], k.shape[-2], type(self).__name__, allow_causal=False
-        )
+        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # key padding only
         n = q.shape[-2]
         if n == 0:
             return v.clone(), None
@@ -166,8 +148,8 @@ class SinkhornAttention(MultiHeadAttention):
         # A sorted key that is a mixture of real and padded keys counts as much as its real part.
         scores = scores + torch.log(key_weight.clamp_min(torch.finfo(scores.dtype).tiny))
         weights = masked_softmax(scores, key_weight > 0)  # (batch, heads, n_b, b, 2b)
-        if self.training and self.dropout > 0:
-            weights = F.dropout(weights, p=self.dropout)
+        if self.dropout_p > 0:
+            weights = F.dropout(weights, p=self.dropout_p)
         out = weights @ values  # (batch, heads, n_b, b, d)
         return out.flatten(-3, -2)[..., :n, :], None  # (batch, heads, n, d)
 

@@ -27,17 +27,9 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import masked_softmax
-from ..utils import (
-    at_boundary,
-    check_bool,
-    check_non_negative_int,
-    check_positive_int,
-    check_probability,
-    check_qkv,
-    check_tensor,
-    inside_library,
-)
-from .base import PatternAttention, check_key_mask
+from ..utils import validated
+from . import _validate
+from .base import PatternAttention, gather_rows
 from .patterns import dilated_mask, global_mask, local_mask, random_keys, random_mask
 
 __all__ = [
@@ -50,35 +42,11 @@ __all__ = [
 ]
 
 
-def _check_common(q, k, v, need_weights, key_mask, dropout_p, name):
-    check_qkv(q, k, v)
-    if k.shape[-2] != q.shape[-2]:
-        raise ValueError(
-            f"{name} is self-attention over positions: it needs as many queries as keys, got q "
-            f"{tuple(q.shape)} and k {tuple(k.shape)}"
-        )
-    check_bool(need_weights, "need_weights")
-    if key_mask is not None:
-        check_key_mask(key_mask, q.shape[:-1])
-    return check_probability(dropout_p, "dropout_p")
-
-
-def _global_positions(global_positions: object, n: int) -> torch.Tensor:
-    """Global positions as a sorted 1-D long tensor without repeats, each in ``[0, n)``."""
+def _global_positions(global_positions: object) -> torch.Tensor:
+    """Checked global positions as a sorted 1-D long tensor without repeats."""
     if global_positions is None:
         return torch.zeros(0, dtype=torch.long)
-    if not isinstance(global_positions, torch.Tensor):
-        positions = list(global_positions)
-        global_positions = torch.as_tensor(positions) if positions else torch.zeros(0, dtype=torch.long)
-    check_tensor(global_positions, "global_positions", ndim=1, dtype="integer")
-    if global_positions.numel() and not (
-        0 <= int(global_positions.min()) and int(global_positions.max()) < n
-    ):
-        raise ValueError(
-            f"global_positions must lie in [0, {n - 1}] for a sequence of n={n} positions, got "
-            f"{global_positions.tolist()}"
-        )
-    return torch.unique(global_positions.long().cpu())  # sorted, no repeats
+    return torch.unique(torch.as_tensor(global_positions, dtype=torch.long).cpu())  # sorted
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,6 +54,7 @@ def _global_positions(global_positions: object, n: int) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
+@validated(_validate.strided_attention)
 def strided_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -116,9 +85,6 @@ def strided_attention(
     Returns ``out`` ``(..., n, d_v)``, or ``(out, weights)``. Derived in
     ``06_attention_variants.ipynb``.
     """
-    if at_boundary():
-        dropout_p = _check_common(q, k, v, need_weights, key_mask, dropout_p, "strided_attention")
-        stride = check_positive_int(stride, "stride")
     n = q.shape[-2]
     m = math.ceil(n / stride)  # places per group
 
@@ -131,9 +97,8 @@ def strided_attention(
     if key_mask is not None:
         real = F.pad(key_mask.to(q.device), (0, m * stride - n), value=False)  # (..., m * s)
     allowed = real.reshape(*real.shape[:-1], m, stride).transpose(-2, -1)  # (..., s, m)
-    with inside_library():
-        scores = groups(q) @ groups(k).transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., s, m, m)
-        weights = masked_softmax(scores, allowed[..., None, :])  # (..., s, m, m)
+    scores = groups(q) @ groups(k).transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., s, m, m)
+    weights = masked_softmax(scores, allowed[..., None, :])  # (..., s, m, m)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     out = weights @ groups(v)  # (..., s, m, d_v)
@@ -171,27 +136,7 @@ def _slots(key_index: torch.Tensor, global_positions: torch.Tensor) -> tuple[tor
     return index.clamp(min=0), valid
 
 
-def _check_key_index(key_index: object, n: int, lead: tuple[int, ...] | None = None) -> None:
-    """``key_index``: integer ``(..., n, slots)`` with entries in ``[-1, n)`` (-1 = an empty
-    slot); with ``lead`` (the queries' ``(..., n)``) its leading dimensions must broadcast to it."""
-    check_tensor(key_index, "key_index", dtype="integer")
-    fits = key_index.dim() >= 2 and key_index.shape[-2] == n
-    if fits and lead is not None:
-        fits = key_index.dim() - 1 <= len(lead) and all(
-            size in (1, target)
-            for size, target in zip(reversed(key_index.shape[:-1]), reversed(lead), strict=False)
-        )
-    if not fits:
-        target = f" broadcasting to {tuple(lead)} + (slots,)" if lead is not None else ""
-        raise ValueError(f"key_index must have shape (..., n={n}, slots){target}, got "
-                         f"{tuple(key_index.shape)}")
-    if key_index.numel() and not (-1 <= int(key_index.min()) and int(key_index.max()) < n):
-        raise ValueError(
-            f"key_index entries must lie in [-1, {n - 1}] (-1 = empty slot), got values from "
-            f"{int(key_index.min())} to {int(key_index.max())}"
-        )
-
-
+@validated(_validate.sparse_pattern)
 def sparse_pattern(
     n: int,
     key_index: torch.Tensor,
@@ -201,10 +146,7 @@ def sparse_pattern(
     listed keys of each query, the global columns and the global rows. For pictures and checks.
     Derived in ``06_attention_variants.ipynb``.
     """
-    if at_boundary():  # the library's own callers pass checked indices
-        n = check_positive_int(n, "n")
-        _check_key_index(key_index, n)
-    globals_ = _global_positions(global_positions, n)
+    globals_ = _global_positions(global_positions)
     index, valid = _slots(key_index, globals_)
     hits = torch.zeros(*index.shape[:-1], n, device=index.device)  # (..., n, n)
     mask = hits.scatter_add(-1, index, valid.float()) > 0  # True at every valid listed key
@@ -212,14 +154,7 @@ def sparse_pattern(
     return mask
 
 
-def _gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``x`` ``(B, n, d)``, ``index`` ``(B, n, S)`` -> ``(B, n, S, d)``: row ``index[b, i, s]`` of
-    ``x[b]``, without expanding ``x`` to ``n x n``."""
-    batch, n, d = x.shape
-    offsets = torch.arange(batch, device=x.device)[:, None, None] * n  # (B, 1, 1)
-    return x.reshape(batch * n, d)[index + offsets]  # (B, n, S, d)
-
-
+@validated(_validate.sparse_attention)
 def sparse_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -251,27 +186,25 @@ def sparse_attention(
     Returns ``out`` ``(..., n, d_v)`` (a query with no allowed key gets zeros), or
     ``(out, weights)``. Derived in ``06_attention_variants.ipynb``.
     """
-    n = q.shape[-2]
-    if at_boundary():
-        dropout_p = _check_common(q, k, v, need_weights, key_mask, dropout_p, "sparse_attention")
-        _check_key_index(key_index, n, lead=q.shape[:-1])
-    globals_ = _global_positions(global_positions, n)
-    lead = q.shape[:-2]
+    lead, n, d_k, d_v = q.shape[:-2], q.shape[-2], q.shape[-1], v.shape[-1]
     batch = math.prod(lead)
+    if batch == 0 or n == 0:  # nothing to attend from: the empty result dense attention gives
+        out = v.new_zeros(*lead, n, d_v)
+        return (out, q.new_zeros(*lead, n, n)) if need_weights else out
+    globals_ = _global_positions(global_positions)
     index, valid = _slots(key_index.to(q.device), globals_)  # (..., n, S + G)
     slots = index.shape[-1]
     index = index.expand(*lead, n, slots).reshape(batch, n, slots)  # (B, n, S + G)
     valid = valid.expand(*lead, n, slots).reshape(batch, n, slots)  # (B, n, S + G)
     if key_mask is not None:
         keys_allowed = key_mask.to(q.device).expand(*lead, n).reshape(batch, n)  # (B, n)
-        valid = valid & _gather_rows(keys_allowed[..., None], index)[..., 0]  # (B, n, S + G)
+        valid = valid & gather_rows(keys_allowed[..., None], index)[..., 0]  # (B, n, S + G)
 
-    queries = q.reshape(batch, n, 1, q.shape[-1]) / math.sqrt(q.shape[-1])  # (B, n, 1, d_k)
-    keys = _gather_rows(k.reshape(batch, n, -1), index)  # (B, n, S + G, d_k)
-    values = _gather_rows(v.reshape(batch, n, -1), index)  # (B, n, S + G, d_v)
+    queries = q.reshape(batch, n, 1, d_k) / math.sqrt(d_k)  # (B, n, 1, d_k)
+    keys = gather_rows(k.reshape(batch, n, d_k), index)  # (B, n, S + G, d_k)
+    values = gather_rows(v.reshape(batch, n, d_v), index)  # (B, n, S + G, d_v)
     scores = (queries @ keys.transpose(-2, -1)).squeeze(-2)  # (B, n, S + G)
-    with inside_library():
-        weights = masked_softmax(scores, valid)  # (B, n, S + G), rows sum to 1 (or 0)
+    weights = masked_softmax(scores, valid)  # (B, n, S + G), rows sum to 1 (or 0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     out = (weights.unsqueeze(-2) @ values).squeeze(-2)  # (B, n, d_v)
@@ -279,19 +212,18 @@ def sparse_attention(
     row_weights = None
     if globals_.numel():  # global queries: G dense rows over all n keys
         rows = globals_.to(q.device)
-        row_queries = q.reshape(batch, n, -1)[:, rows]  # (B, G, d_k)
-        row_scores = row_queries @ k.reshape(batch, n, -1).transpose(-2, -1)  # (B, G, n)
-        row_scores = row_scores / math.sqrt(q.shape[-1])
+        row_queries = q.reshape(batch, n, d_k)[:, rows]  # (B, G, d_k)
+        row_scores = row_queries @ k.reshape(batch, n, d_k).transpose(-2, -1)  # (B, G, n)
+        row_scores = row_scores / math.sqrt(d_k)
         row_mask = None
         if key_mask is not None:
             row_mask = keys_allowed[:, None, :]  # (B, 1, n)
-        with inside_library():
-            row_weights = masked_softmax(row_scores, row_mask)  # (B, G, n)
+        row_weights = masked_softmax(row_scores, row_mask)  # (B, G, n)
         if dropout_p > 0.0:
             row_weights = F.dropout(row_weights, p=dropout_p)
-        row_out = row_weights @ v.reshape(batch, n, -1)  # (B, G, d_v)
+        row_out = row_weights @ v.reshape(batch, n, d_v)  # (B, G, d_v)
         out = out.index_copy(1, rows, row_out)  # the global rows replace the sparse ones
-    out = out.reshape(*lead, n, out.shape[-1])  # (..., n, d_v)
+    out = out.reshape(*lead, n, d_v)  # (..., n, d_v)
     if not need_weights:
         return out
     dense = weights.new_zeros(batch, n, n).scatter_add(-1, index, weights * valid)  # (B, n, n)
@@ -300,6 +232,7 @@ def sparse_attention(
     return out, dense.reshape(*lead, n, n)
 
 
+@validated(_validate.global_attention)
 def global_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -317,8 +250,7 @@ def global_attention(
     :func:`sparse_attention` (Longformer). Same arguments as :func:`sparse_attention`.
     Derived in ``06_attention_variants.ipynb``.
     """
-    n = q.shape[-2] if isinstance(q, torch.Tensor) and q.dim() >= 2 else 0
-    no_slots = torch.full((n, 0), -1, dtype=torch.long)  # (n, 0): no key of their own
+    no_slots = torch.full((q.shape[-2], 0), -1, dtype=torch.long)  # (n, 0): no key of their own
     return sparse_attention(
         q, k, v, no_slots, global_positions, need_weights=need_weights, key_mask=key_mask,
         dropout_p=dropout_p,
@@ -336,17 +268,6 @@ def _window_index(n: int, offsets: torch.Tensor) -> torch.Tensor:
     return index.masked_fill((index < 0) | (index >= n), -1)
 
 
-def _check_globals(global_positions: object) -> tuple[int, ...]:
-    if isinstance(global_positions, torch.Tensor):
-        global_positions = global_positions.tolist()
-    if isinstance(global_positions, (str, bytes)) or not isinstance(global_positions, Sequence):
-        raise TypeError(
-            "global_positions must be a sequence of ints (positions of the global tokens), got "
-            f"{type(global_positions).__name__}"
-        )
-    return tuple(check_non_negative_int(p, "global_positions[...]") for p in global_positions)
-
-
 class _SparsePatternAttention(PatternAttention):
     """A pattern given by per-head key lists (``key_index(n)``) and global positions."""
 
@@ -356,27 +277,20 @@ class _SparsePatternAttention(PatternAttention):
         """``(heads, n, S)`` key positions per head and query (-1 = empty)."""
         raise NotImplementedError
 
-    def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        super().check_inputs(query, key, value, mask, need_weights)
-        n = query.shape[1]
-        if self.global_positions and max(self.global_positions) >= n:
-            raise ValueError(
-                f"global_positions={list(self.global_positions)} of {type(self).__name__} must "
-                f"lie inside the sequence, but query has only n={n} positions "
-                f"(shape {tuple(query.shape)})"
-            )
-
     def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         n = q.shape[-2]
-        return sparse_pattern(n, self.key_index(n), self.global_positions)[None].to(q.device)
+        return sparse_pattern(n, self.key_index(n), self._globals(n))[None].to(q.device)
 
     def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
         n = q.shape[-2]
         result = sparse_attention(
-            q, k, v, self.key_index(n), self.global_positions, need_weights=need_weights,
+            q, k, v, self.key_index(n), self._globals(n), need_weights=need_weights,
             key_mask=key_mask, dropout_p=dropout_p,
         )
         return result if need_weights else (result, None)
+
+    def _globals(self, n: int) -> tuple[int, ...]:
+        return self.global_positions if n else ()  # an empty sequence has no global token
 
 
 class LongformerAttention(_SparsePatternAttention):
@@ -405,24 +319,18 @@ class LongformerAttention(_SparsePatternAttention):
         num_heads: int,
         dropout: float = 0.0,
         *,
+        bias: bool = True,
         window: int = 4,
         dilations: Sequence[int] | None = None,
         global_positions: Sequence[int] = (0,),
-        bias: bool = True,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        self.window = check_non_negative_int(window, "window")
         if dilations is None:
             dilations = [1] * ((num_heads + 1) // 2) + [2] * (num_heads // 2)
-        if isinstance(dilations, (str, bytes)) or not isinstance(dilations, Sequence):
-            raise TypeError(f"dilations must be a sequence of ints, got {type(dilations).__name__}")
-        if len(dilations) != num_heads:
-            raise ValueError(
-                f"dilations must give one dilation per head (num_heads={num_heads}), got "
-                f"{len(dilations)}: {list(dilations)}"
-            )
-        self.dilations = tuple(check_positive_int(d, "dilations[...]") for d in dilations)
-        self.global_positions = _check_globals(global_positions)
+        _validate.longformer(self, window, dilations, global_positions)
+        self.window = int(window)
+        self.dilations = tuple(int(d) for d in dilations)
+        self.global_positions = tuple(int(p) for p in global_positions)
 
     def key_index(self, n: int) -> torch.Tensor:
         steps = torch.arange(-self.window, self.window + 1)  # (2w + 1,)
@@ -466,19 +374,16 @@ class BigBirdAttention(_SparsePatternAttention):
         num_heads: int,
         dropout: float = 0.0,
         *,
+        bias: bool = True,
         window: int = 3,
         num_random: int = 3,
         global_positions: Sequence[int] = (0,),
         seed: int = 0,
-        bias: bool = True,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        self.window = check_non_negative_int(window, "window")
-        self.num_random = check_non_negative_int(num_random, "num_random")
-        self.global_positions = _check_globals(global_positions)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__} ({seed!r})")
-        self.seed = seed
+        _validate.big_bird(self, window, num_random, global_positions, seed)
+        self.window, self.num_random, self.seed = int(window), int(num_random), int(seed)
+        self.global_positions = tuple(int(p) for p in global_positions)
 
     def key_index(self, n: int) -> torch.Tensor:
         local = _window_index(n, torch.arange(-self.window, self.window + 1))  # (n, 2w + 1)

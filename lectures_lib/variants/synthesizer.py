@@ -18,33 +18,29 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention import MultiHeadAttention, masked_softmax
-from ..utils import check_positive_int
+from ..attention import masked_softmax
+from . import _validate
+from .base import AttentionVariant
 
 __all__ = ["DenseSynthesizerAttention", "RandomSynthesizerAttention"]
 
 
-class _SynthesizerBase(MultiHeadAttention):
+class _SynthesizerBase(AttentionVariant):
     """Shared by both synthesizers: a fixed ``seq_len`` and ``weights @ values``."""
 
-    def __init__(self, d_model, num_heads, dropout=0.0, bias=True, *, seq_len):
-        super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        self.seq_len = check_positive_int(seq_len, "seq_len")
+    seq_len_limits = ("query", "key")
+    seq_len_reason = "one score per position"
 
-    def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        super().check_inputs(query, key, value, mask, need_weights)
-        name = type(self).__name__
-        for what, x in (("query", query), ("key", key)):
-            if x.shape[1] > self.seq_len:
-                raise ValueError(
-                    f"{name} was built for seq_len={self.seq_len} (one score per position), got "
-                    f"{what} of shape {tuple(x.shape)} with {x.shape[1]} positions"
-                )
+    def __init__(self, d_model, num_heads, dropout=0.0, *, bias=True, seq_len, hidden=None,
+                 fixed=False):
+        super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
+        _validate.synthesizer(self, seq_len, hidden, fixed)
+        self.seq_len = int(seq_len)
 
     def _weighted_values(self, scores, v, mask, need_weights):
         weights = masked_softmax(scores, mask)  # (batch | 1, heads, n_q, n_k)
-        if self.training and self.dropout > 0:
-            weights = F.dropout(weights, p=self.dropout)
+        if self.dropout_p > 0:
+            weights = F.dropout(weights, p=self.dropout_p)
         out = weights @ v  # (batch, heads, n_q, d_head)
         if need_weights:
             return out, weights.expand(v.shape[0], *weights.shape[1:])
@@ -79,13 +75,13 @@ class DenseSynthesizerAttention(_SynthesizerBase):
         d_model: int,
         num_heads: int,
         dropout: float = 0.0,
-        bias: bool = True,
         *,
+        bias: bool = True,
         seq_len: int,
         hidden: int | None = None,
     ) -> None:
-        super().__init__(d_model, num_heads, dropout=dropout, bias=bias, seq_len=seq_len)
-        self.hidden = check_positive_int(hidden if hidden is not None else self.d_head, "hidden")
+        super().__init__(d_model, num_heads, dropout, bias=bias, seq_len=seq_len, hidden=hidden)
+        self.hidden = int(hidden) if hidden is not None else self.d_head
         self.synth_hidden = nn.Linear(self.d_head, self.hidden)  # W_1
         self.synth_out = nn.Linear(self.hidden, self.seq_len)  # W_2: one score per key position
 
@@ -122,14 +118,12 @@ class RandomSynthesizerAttention(_SynthesizerBase):
         d_model: int,
         num_heads: int,
         dropout: float = 0.0,
-        bias: bool = True,
         *,
+        bias: bool = True,
         seq_len: int,
         fixed: bool = False,
     ) -> None:
-        super().__init__(d_model, num_heads, dropout=dropout, bias=bias, seq_len=seq_len)
-        if not isinstance(fixed, bool):
-            raise TypeError(f"fixed must be a bool, got {type(fixed).__name__}")
+        super().__init__(d_model, num_heads, dropout, bias=bias, seq_len=seq_len, fixed=fixed)
         self.fixed = fixed
         scores = torch.randn(self.num_heads, self.seq_len, self.seq_len) * 0.02
         self.random_scores = nn.Parameter(scores, requires_grad=not fixed)  # R

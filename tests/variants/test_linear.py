@@ -198,10 +198,12 @@ def test_linear_attention_module_equals_the_function_per_head():
     q, k, v = module.project(x, x, x)
     lengths = torch.tensor([7, 4])
     out, weights = module.attend(q, k, v, key_padding_mask(lengths, 7), True)
-    assert weights is None
     expected = torch.stack([linear_attention(q[b], k[b, :, :n], v[b, :, :n])
                             for b, n in enumerate(lengths.tolist())])
     torch.testing.assert_close(out, expected)
+    # the weights asked for are the quadratic form's: out = weights @ v, padded keys get 0
+    torch.testing.assert_close(weights @ v, out)
+    assert weights.shape == (2, 3, 7, 7) and not weights[1, :, :, 4:].any()
     causal_and_padding = causal_mask(7) & key_padding_mask(lengths, 7)  # (batch, 1, 7, 7)
     out = module.attend(q, k, v, causal_and_padding, False)[0]
     for b in range(2):
