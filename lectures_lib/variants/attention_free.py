@@ -20,9 +20,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..attention import MultiHeadAttention
 from ..utils import at_boundary, check_bool, check_positive_int, check_probability, check_tensor
-from .base import as_key_mask
+from .base import AttentionVariant, split_mask
 
 __all__ = ["UniformAttention", "FourierMixing", "fourier_mixing", "uniform_attention"]
 
@@ -38,18 +37,17 @@ def uniform_attention(v: torch.Tensor, key_mask: torch.Tensor | None = None) -> 
     return (total / count).expand_as(v)
 
 
-class UniformAttention(MultiHeadAttention):
+class UniformAttention(AttentionVariant):
     """Content-blind attention: weights :math:`1/N` on every allowed key (see the module doc).
     The projections stay (values and output), so it differs from full attention *only* in the
-    weights. A mask with a query dimension (e.g. causal) is refused: the baseline is a bag."""
+    weights. Masks: key padding only (the baseline is a bag: the same mixture for every query)."""
+
+    masks = "keys"
 
     def attend(self, q, k, v, mask, need_weights):
-        only_keys, key_mask = as_key_mask(mask)
-        if not only_keys:
-            raise ValueError(
-                "UniformAttention averages the allowed keys for every query alike: mask must be a "
-                f"key-padding mask (n,) or (batch|1, heads|1, 1, n), got {tuple(mask.shape)}"
-            )
+        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # (b|1, h|1, 1, n_k)
+        if key_mask is not None:
+            key_mask = key_mask[..., 0, :]  # (batch | 1, heads | 1, n_k)
         out = uniform_attention(v, key_mask)  # (batch, heads, n, d_head)
         if not need_weights:
             return out, None
@@ -89,14 +87,14 @@ class FourierMixing(nn.Module):
             check_bool(need_weights, "need_weights")
             if need_weights:
                 raise ValueError("FourierMixing has no attention weights: need_weights must be False")
-        only_keys, key_mask = as_key_mask(mask)
-        if not only_keys:
+        key_mask, kind = split_mask(mask, query.shape[1], query.shape[1])
+        if kind != "keys":
             raise ValueError(
                 "FourierMixing mixes every position with every other: mask must be a key-padding "
                 f"mask (n,) or (batch|1, heads|1, 1, n), got {tuple(mask.shape)}"
             )
         x = query
-        if key_mask is not None:  # (n,) or (batch|1, 1, n): keep the unpadded positions
-            keep = key_mask if key_mask.dim() == 1 else key_mask[:, 0]  # (n,) or (batch|1, n)
+        if key_mask is not None:  # (batch | 1, heads | 1, 1, n): keep the unpadded positions
+            keep = key_mask[:, 0, 0]  # (batch | 1, n)
             x = x * keep[..., None].to(x.dtype)
         return fourier_mixing(x), None

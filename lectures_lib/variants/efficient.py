@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from ..attention import MultiHeadAttention
-from .base import as_key_mask
+from .base import AttentionVariant
 
 __all__ = ["EfficientAttention", "efficient_attention"]
 
@@ -42,19 +41,17 @@ def efficient_attention(
     return rho_q @ context  # (..., n_q, d_v)
 
 
-class EfficientAttention(MultiHeadAttention):
+class EfficientAttention(AttentionVariant):
     """:func:`efficient_attention` per head, as an attention factory (a key-padding mask is
     honoured; a mask with a query dimension, e.g. causal, raises; ``need_weights=True`` builds
     the ``N x N`` matrix :math:`\\rho_q(Q)\\rho_k(K)^T` for pictures only)."""
 
+    masks = "keys"  # the keys are normalised over all positions at once: no causal form
+
     def attend(self, q, k, v, mask, need_weights):
-        only_keys, key_mask = as_key_mask(mask)
-        if not only_keys:
-            raise ValueError(
-                "EfficientAttention normalises the keys over all positions at once, so it has no "
-                "per-query mask (no causal form): mask must be a key-padding mask (n,) or "
-                f"(batch|1, heads|1, 1, n), got {tuple(mask.shape)}"
-            )
+        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # (b|1, h|1, 1, n_k)
+        if key_mask is not None:
+            key_mask = key_mask[..., 0, :]  # (batch | 1, heads | 1, n_k)
         out = efficient_attention(q, k, v, key_mask)  # (batch, heads, n, d_head)
         if not need_weights:
             return out, None

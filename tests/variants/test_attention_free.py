@@ -85,7 +85,7 @@ def test_efficient_attention_module_weights_and_masks():
     assert none is None and weights.shape == (2, 2, 5, 5)
     torch.testing.assert_close(out, fused)
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 5, dtype=torch.float64))
-    with pytest.raises(ValueError, match="causal"):
+    with pytest.raises(ValueError, match="EfficientAttention"):
         module(x, x, x, mask=causal_mask(5))
 
 
