@@ -20,12 +20,36 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..utils import at_boundary, check_bool, check_positive_int, check_probability, check_tensor
+from ..utils import (
+    at_boundary,
+    check_bool,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    validated,
+)
+from . import _validate
 from .base import AttentionVariant, split_mask
 
 __all__ = ["UniformAttention", "FourierMixing", "fourier_mixing", "uniform_attention"]
 
 
+def _check_uniform_attention(v, key_mask=None) -> None:
+    """The door check of :func:`uniform_attention` (not taught: the rules, not the maths)."""
+    check_tensor(v, "v", dtype="floating")
+    if v.dim() < 2:
+        raise ValueError(f"v must have at least 2 dimensions (..., n, d), got shape {tuple(v.shape)}")
+    if key_mask is not None:
+        _validate.key_padding(key_mask, v.shape[:-1])
+
+
+def _check_fourier_mixing(x) -> None:
+    check_tensor(x, "x", dtype="floating")
+    if x.dim() < 2:
+        raise ValueError(f"x must have at least 2 dimensions (..., n, d), got shape {tuple(x.shape)}")
+
+
+@validated(_check_uniform_attention)
 def uniform_attention(v: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
     """The mean of ``v`` ``(..., n, d)`` over the allowed keys, for every query: ``(..., n, d)``.
     ``key_mask`` bool ``(..., n)`` (True = may attend), broadcasting to ``v.shape[:-1]``."""
@@ -58,6 +82,7 @@ class UniformAttention(AttentionVariant):
         return out, weights
 
 
+@validated(_check_fourier_mixing)
 def fourier_mixing(x: torch.Tensor) -> torch.Tensor:
     r"""FNet's token mixing: ``Re(fft(fft(x, dim=-1), dim=-2))`` for ``x`` ``(..., n, d)``."""
     return torch.fft.fft(torch.fft.fft(x.to(torch.complex64 if x.dtype != torch.float64

@@ -21,11 +21,21 @@ from __future__ import annotations
 
 import torch
 
+from ..utils import check_qkv, validated
+from . import _validate
 from .base import AttentionVariant
 
 __all__ = ["EfficientAttention", "efficient_attention"]
 
 
+def _check_efficient_attention(q, k, v, key_mask=None) -> None:
+    """The door check of :func:`efficient_attention` (not taught: the rules, not the maths)."""
+    check_qkv(q, k, v)
+    if key_mask is not None:
+        _validate.key_padding(key_mask, k.shape[:-1])
+
+
+@validated(_check_efficient_attention)
 def efficient_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None = None
 ) -> torch.Tensor:
