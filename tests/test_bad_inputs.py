@@ -45,13 +45,23 @@ from lectures_lib import (
     training,
     utils,
 )
-from lectures_lib.data import labelling, long_range, ordering, relations, sequences, translation
+from lectures_lib.data import (
+    binding,
+    labelling,
+    long_range,
+    ordering,
+    relations,
+    sequences,
+    translation,
+)
 from lectures_lib.tooling import exercises, grading
 from lectures_lib.variants import (
     VARIANTS,
+    attention_free,
     base,
     chunked,
     clustering,
+    efficient,
     linear,
     local,
     low_rank,
@@ -499,6 +509,18 @@ ROWS: list[Row] = [
     R(sinkhorn.SinkhornAttention, "temperature = nan", lambda: sinkhorn.SinkhornAttention(8, 2, temperature=NAN), ValueError, "temperature must be a finite number > 0"),
     R(sinkhorn.SinkhornAttention, "block_size = 0", lambda: sinkhorn.SinkhornAttention(8, 2, block_size=0), ValueError, "block_size must be >= 1"),
     R(sinkhorn.SinkhornAttention, "causal mask", lambda: sinkhorn.SinkhornAttention(8, 2, block_size=2)(*qkv(d=8), masks.causal_mask(4)[None, None]), ValueError, "can only honour key padding"),
+    # issue 20: the binding task, the content-blind baseline, FNet, Efficient Attention
+    R(binding.binding_task, "seq_len too short", lambda: binding.binding_task(4, 20), ValueError, "seq_len must hold 4 true pairs"),
+    R(binding.binding_task, "n_values = 1", lambda: binding.binding_task(4, 32, n_values=1), ValueError, "n_values must be >= 2"),
+    R(binding.binding_tokens, "n_pairs = 0", lambda: binding.binding_tokens(0), ValueError, "n_pairs must be >= 1"),
+    R(binding.binding_vocab_size, "n_filler 'x'", lambda: binding.binding_vocab_size(4, 4, "x"), TypeError, "n_filler must be"),
+    R(attention_free.uniform_attention, "integer v", lambda: attention_free.uniform_attention(ids(2, 4)), TypeError, "v must have dtype floating"),
+    R(attention_free.uniform_attention, "key_mask of another length", lambda: attention_free.uniform_attention(floats(4, 3), torch.ones(5, dtype=torch.bool)), ValueError, "key_mask must have shape"),
+    R(attention_free.fourier_mixing, "1-D x", lambda: attention_free.fourier_mixing(floats(4)), ValueError, "x must have at least 2 dimensions"),
+    R(attention_free.UniformAttention, "causal mask", lambda: attention_free.UniformAttention(8, 2)(*qkv(d=8), masks.causal_mask(4)[None, None]), ValueError, "can only honour key padding"),
+    R(attention_free.FourierMixing, "d_model = 0", lambda: attention_free.FourierMixing(0), ValueError, "d_model must be >= 1"),
+    R(efficient.efficient_attention, "k of another width", lambda: efficient.efficient_attention(floats(3, 4), floats(3, 5), floats(3, 4)), ValueError, "k"),
+    R(efficient.EfficientAttention, "causal mask", lambda: efficient.EfficientAttention(8, 2)(*qkv(d=8), masks.causal_mask(4)[None, None]), ValueError, "can only honour key padding"),
     R(low_rank.LinformerAttention, "seq_len = 0", lambda: low_rank.LinformerAttention(8, 2, seq_len=0), ValueError, "seq_len must be >= 1"),
     R(low_rank.LinformerAttention, "share_kv 'no'", lambda: low_rank.LinformerAttention(8, 2, seq_len=4, share_kv="no"), TypeError, "share_kv must be a bool"),
     R(low_rank.LinformerAttention, "longer than seq_len", lambda: low_rank.LinformerAttention(8, 2, seq_len=3, k=2)(*qkv(d=8)), ValueError, "was built for seq_len=3"),
