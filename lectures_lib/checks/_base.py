@@ -151,6 +151,16 @@ def _student_frame(error: BaseException) -> traceback.FrameSummary:
     return frames[-1]
 
 
+def _student_location(error: BaseException) -> tuple[int, str]:
+    """(line, function) where the student's code raised: the traceback's deepest student frame,
+    or what the grade command's sandbox reported (the code ran in another process)."""
+    reported = getattr(error, "student_location", None)
+    if isinstance(reported, tuple) and len(reported) == 2:
+        return reported
+    where = _student_frame(error)
+    return where.lineno, where.name
+
+
 class _TimedOut(BaseException):
     """Raised inside the student's code when its time is up (not an Exception: harder to catch)."""
 
@@ -296,11 +306,11 @@ def call(student_fn: Callable, *args, **kwargs):
     except KeyboardInterrupt:
         raise
     except BaseException as error:
-        where = _student_frame(error)
+        line, name = _student_location(error)
         raise Mistake(
             "raised",
-            f"your function raised {type(error).__name__}: {error} (line {where.lineno} of "
-            f"{where.name}). It was called with "
+            f"your function raised {type(error).__name__}: {error} (line {line} of "
+            f"{name}). It was called with "
             + ", ".join(_describe(a) for a in args)
             + ".",
         ) from None
