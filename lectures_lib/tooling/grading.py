@@ -55,14 +55,13 @@ from pathlib import Path
 from ..utils import check_path, check_positive_float
 from . import ROOT
 from .exercises import annotate_notebook, find_exercises, strip_solutions
+from .exercises import exercise_cells as _exercise_cells
 
 __all__ = ["DEFAULT_TIMEOUT", "SandboxRefused", "grade_submission", "grade_paths",
            "format_table", "format_csv", "format_nbgrader_csv", "clean_text"]
 
 DEFAULT_TIMEOUT = 300.0
 COURSE_NOTEBOOKS = ROOT / "notebooks"
-_EXERCISES = re.compile(r"^##\s+Exercises?\b", re.MULTILINE)
-_HEADING = re.compile(r"^##\s", re.MULTILINE)
 # Terminal control: CSI/OSC escape sequences first, then every other C0/C1 control character.
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -104,18 +103,6 @@ def _check_report(report: object, name: str = "report") -> None:
 
 def _course_notebooks(course: Path) -> dict[str, Path]:
     return {path.stem: path for path in sorted(course.glob("*.ipynb"))}
-
-
-def _exercise_cells(nb) -> list[int]:
-    """The code cells of the ``## Exercises`` section (every code cell if there is none)."""
-    code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
-    start = next((i for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
-                  and _EXERCISES.search(cell.source)), None)
-    if start is None:
-        return code
-    end = next((i for i, cell in enumerate(nb.cells) if i > start and cell.cell_type == "markdown"
-                and _HEADING.search(cell.source)), len(nb.cells))
-    return [i for i in code if start < i < end]
 
 
 def _entries(course_nb, name: str) -> list[dict]:
@@ -220,19 +207,6 @@ def _plan(submission, course_nb, entries) -> tuple[list[str], list[tuple], dict[
     for grade_id, _ in replacement.values():
         missing[grade_id] = "its test cell is outside the exercises section"
     return cells, tests, missing
-
-
-def _exercise_cells(nb) -> list[int]:
-    """The code cells of the ``## Exercises`` section (every code cell if there is none)."""
-    kinds = [cell.get("cell_type") if isinstance(cell, dict) else None for cell in nb.cells]
-    code = [i for i, kind in enumerate(kinds) if kind == "code"]
-    markdown = {i: _source_text(nb.cells[i]) for i, kind in enumerate(kinds) if kind == "markdown"}
-    start = next((i for i, text in markdown.items() if _EXERCISES.search(text)), None)
-    if start is None:
-        return code
-    end = next((i for i, text in markdown.items() if i > start and _HEADING.search(text)),
-               len(nb.cells))
-    return [i for i in code if start < i < end]
 
 
 # --------------------------------------------------------------------------------------------
