@@ -392,12 +392,21 @@ def _with_output(result: CheckResult, capture: _Capture) -> CheckResult:
     return CheckResult(result.name, result.passed, message, result.mistake, excerpt)
 
 
-def checker(name: str) -> Callable[[Callable[..., str | None]], Callable[..., CheckResult]]:
+def checker(name: str, *, forbid: tuple[str, ...] = (),
+            positional_limit: dict[str, int] | None = None,
+            ) -> Callable[[Callable[..., str | None]], Callable[..., CheckResult]]:
     """Decorator: ``body(student_fn) -> success message`` becomes ``check(student_fn) -> CheckResult``.
 
     The check takes keyword options: ``timeout`` (seconds per call of the student's function,
     :data:`DEFAULT_TIMEOUT` by default) and, for the bodies that accept them, ``hidden=True``
     (the hidden tests' extra probes: other shapes, seeds and dtypes than the student saw).
+
+    ``forbid`` states the exercise's rule as names its solution may not use (``"label_smoothing"``:
+    neither as a keyword, a name nor an attribute); ``positional_limit`` caps
+    the positional arguments of a call (``{"cross_entropy": 7}``: the 8th is ``label_smoothing``).
+    They are attached to the check (``check.forbidden``, ``check.positional_limit``); the grade
+    command enforces them on the submission's source (a checker cannot see how an answer was
+    computed).
     """
 
     def decorate(body: Callable[..., str | None]) -> Callable[..., CheckResult]:
@@ -436,6 +445,8 @@ def checker(name: str) -> Callable[[Callable[..., str | None]], Callable[..., Ch
                 _current.run = outer
             return _with_output(result, run.printed)
 
+        check.forbidden = tuple(forbid)
+        check.positional_limit = dict(positional_limit or {})
         return check
 
     return decorate

@@ -240,14 +240,68 @@ def _free_names(source: str) -> list[str]:
     return [name for name in dict.fromkeys(loaded) if name not in bound]
 
 
-def _run_test(source: str, imports: str, session) -> tuple[bool, str]:
-    """Run one course test cell here; (passed, message). The student's names are stand-ins."""
+# With a rule to enforce, a solution may not reach names indirectly either.
+_INDIRECT = {"getattr", "setattr", "exec", "eval", "compile", "__import__", "importlib",
+             "globals", "vars", "locals", "__dict__", "_C", "__getattribute__"}
+
+
+def _rule_broken(sources: list[str], checks: list) -> str:
+    """The first place the exercise's solution breaks a rule its checkers state, or ''."""
+    from .worker import _python_source
+
+    forbidden = [word for check in checks for word in getattr(check, "forbidden", ())]
+    limits = {k: v for check in checks for k, v in getattr(check, "positional_limit", {}).items()}
+    if not forbidden and not limits:
+        return ""
+    for source in sources:
+        try:
+            tree = ast.parse(_python_source(source))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            words = []
+            if isinstance(node, ast.Name):
+                words.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                words.append(node.attr)
+            elif isinstance(node, ast.keyword):
+                if node.arg is None:
+                    return ("it passes keyword arguments with ** (the exercise's rule forbids "
+                            f"{', '.join(map(repr, forbidden))}: pass them by name)")
+                words.append(node.arg)
+            elif isinstance(node, ast.alias):
+                words += [node.name, node.asname or ""]
+            elif isinstance(node, ast.Call):
+                called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+                    node.func, "id", "")
+                if called in limits and (len(node.args) > limits[called] or any(
+                        isinstance(arg, ast.Starred) for arg in node.args)):
+                    return (f"it passes {len(node.args)} positional arguments to {called} (at "
+                            f"most {limits[called]}: the next one is forbidden by the exercise)")
+            for word in words:
+                if word in forbidden:
+                    return f"it uses `{word}`, which the exercise forbids"
+                if word in _INDIRECT:
+                    return (f"it uses `{word}`: an exercise with a rule (no "
+                            f"{', '.join(map(repr, forbidden))}) is solved without reaching "
+                            "names indirectly")
+    return ""
+
+
+def _run_test(source: str, imports: str, session, solution: list[str] = ()) -> tuple[bool, str]:
+    """Run one course test cell here; (passed, message). The student's names are stand-ins;
+    ``solution`` is the exercise's source, held to the rules its checkers state."""
     from .sandbox import SandboxError, _ModuleName
 
     shown: list = []
     namespace: dict = {"__name__": "__course_test__"}
     exec(compile(imports, "<course imports>", "exec"), namespace)  # noqa: S102 - course code
     namespace["display"] = lambda *objects, **_: shown.extend(objects)
+    checks = [value for value in namespace.values()  # the checkers this test cell calls
+              if hasattr(value, "forbidden") and getattr(value, "__name__", "?") in source]
+    broken = _rule_broken(list(solution), checks)
+    if broken:
+        return False, f"the solution breaks the exercise's rule: {broken}"
     try:
         for name in _free_names(source):
             if name in namespace or hasattr(builtins, name):
@@ -387,7 +441,8 @@ def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> di
                 results[grade_id] = (False, "not run: " + str(error))
                 report["error"] = report["error"] or _short(str(error))
                 continue
-            passed, message = _run_test(source, imports, session)
+            previous = max([p for p, _, _ in tests if p < position], default=0)
+            passed, message = _run_test(source, imports, session, cells[previous:position])
             if not passed and cell_errors:
                 index, problem = cell_errors[0]
                 message += f" (cell {index + 1} of your exercises raised {problem})"

@@ -319,3 +319,43 @@ def test_a_solved_01_handed_in_as_05_earns_nothing(tmp_path):
     nbformat.write(unsolved, renamed)
     report = grading.grade_submission(renamed, timeout=TIMEOUT, notebook="05_transformer_decoder")
     assert report["score"] == 0.0 and report["max_score"] > 0, report
+
+
+# ------------------------------------------------------------------------------------------
+# An exercise's stated rule (05/1: no `label_smoothing`) is enforced on the source
+# ------------------------------------------------------------------------------------------
+
+ALLOWED = """def my_label_smoothing_loss(logits, targets, smoothing, ignore_index):
+    '''Uses F.cross_entropy without label_smoothing, as the exercise allows.'''
+    import torch.nn.functional as F
+    log_p = logits.log_softmax(-1)
+    keep = targets != ignore_index
+    nll = F.cross_entropy(logits, targets, ignore_index=ignore_index, reduction="none")
+    return ((1 - smoothing) * nll - smoothing * log_p.mean(-1))[keep].mean()
+"""
+CHEATS = [
+    "F.cross_entropy(logits, targets, ignore_index=ignore_index, label_smoothing=smoothing)",
+    "F.cross_entropy(logits, targets, None, None, ignore_index, None, 'mean', smoothing)",
+    "F.cross_entropy(logits, targets, **{'label_' + 'smoothing': smoothing, "
+    "'ignore_index': ignore_index})",
+    "getattr(F, 'cross_' + 'entropy')(logits, targets, None, None, ignore_index, None, 'mean', "
+    "smoothing)",
+    "torch.nn.CrossEntropyLoss(None, None, ignore_index, None, 'mean', smoothing)(logits, targets)",
+]
+
+
+@pytest.mark.parametrize("cheat", CHEATS)
+def test_a_stated_rule_is_enforced_whatever_the_spelling(cheat):
+    from lectures_lib.checks import check_label_smoothing_loss
+
+    body = ("import torch\nimport torch.nn.functional as F\n\n"
+            "def my_label_smoothing_loss(logits, targets, smoothing, ignore_index):\n"
+            f"    return {cheat}\n")
+    space = {}
+    exec(body, space)
+    assert check_label_smoothing_loss(space["my_label_smoothing_loss"]).passed, "a real answer"
+    assert grading._rule_broken([body], [check_label_smoothing_loss]), cheat
+    assert not grading._rule_broken([ALLOWED], [check_label_smoothing_loss])
+    space = {}
+    exec(ALLOWED, space)
+    assert check_label_smoothing_loss(space["my_label_smoothing_loss"]).passed
