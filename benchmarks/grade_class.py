@@ -9,7 +9,6 @@ and fails unless every submission gets full marks. Measure on a quiet machine.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import tempfile
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from lectures_lib.tooling.exercises import annotate_notebook, release_notebook  # noqa: E402
 from lectures_lib.tooling.grading import grade_paths  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "05_transformer_decoder.ipynb"
@@ -29,9 +29,16 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=120)
     args = parser.parse_args()
+    import nbformat
+
+    course = nbformat.read(NOTEBOOK, as_version=4)
+    solved = release_notebook(course, NOTEBOOK.stem)  # what a student got, with every answer in
+    for cell, annotated in zip(solved.cells, annotate_notebook(course, NOTEBOOK.stem).cells):
+        if annotated.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = annotated.source
     with tempfile.TemporaryDirectory() as folder:
         for i in range(args.n):
-            shutil.copy(NOTEBOOK, Path(folder) / f"student{i:03d}_{NOTEBOOK.name}")
+            nbformat.write(solved, Path(folder) / f"student{i:03d}_{NOTEBOOK.name}")
         started = time.perf_counter()
         reports, _ = grade_paths([Path(folder)], timeout=args.timeout, jobs=args.jobs,
                                  progress=True)
