@@ -265,7 +265,9 @@ def test_a_submission_cannot_keep_the_grader_waiting():
         started = time.monotonic()
         with pytest.raises(sandbox.SandboxError, match="time limit"):
             session.lookup("slow")()
-        assert time.monotonic() - started < 10
+        # cut off at the 1 s call limit, not after the hour the submission asked for; the margin
+        # is for a loaded 2-core CI machine (11 s was seen with eight jobs beside it)
+        assert time.monotonic() - started < 60
 
 
 # ------------------------------------------------------------------------------------------
