@@ -1,42 +1,70 @@
-"""Every attention variant on one long-range task, side by side (section 06, part 2; the table in
-``benchmarks/README.md``; ``07_efficient_attention.ipynb`` runs a reduced version).
+"""Every attention variant of sections 06 and 07 on one long-range task: the lecture's closing
+picture (x = training speed, y = accuracy, marker area = peak memory), at a length where the N²
+term matters.
 
 Run it with ``python benchmarks/long_range.py`` (``--help`` for options); it is not part of the
-tests. The task is :func:`lectures_lib.data.retrieval_task` (the value paired with a key at least
-``seq_len / 2`` positions away, chance = 1/4) at ``--seq-len`` (512). Every variant trains the
-same small encoder (``EncoderTagger``, 1 layer, d_model 32, 2 heads) through the attention
-factory with the same data, steps and learning rate, and reports:
+tests. Results go to ``--json`` (default ``benchmarks/long_range.json``) one variant at a time, so
+an interrupted run keeps what finished; ``--resume`` skips the variants already stored with the
+same settings, so the sweep can be refreshed piece by piece (``--only NAME ...``) after a variant
+changes. ``--plot`` redraws the picture from the JSON (``--plot-only`` without training).
 
-* held-out accuracy (the query position's prediction);
-* training time per step (median of timed steps, wall-clock: noisy on a shared machine);
+``--sweep`` instead measures accuracy against N at a fixed budget (``--steps`` steps of
+``--batch-size``) for full attention, the uniform-average baseline and the content-blind variants
+(Random Synthesizer, Linformer with k = 8), over ``--seeds``, on both tasks, into
+``benchmarks/long_range_sweep.json``; ``07_efficient_attention.ipynb`` draws it.
+
+The task (``--task``, default ``binding``) is :func:`lectures_lib.data.binding_task`: every pair
+token occurs once in every sequence (the true pair of each key in the first half, the key's other
+values as distractors in the second), so the bag of tokens is the same for every example and a
+content-blind average is at chance by construction; ``retrieval`` is the older
+:func:`lectures_lib.data.retrieval_task`, whose bag contains the answer. Every variant trains the
+same encoder (``EncoderTagger``, ``--layers`` layers (2: a global token of Longformer / Big Bird
+needs two layers to pass information from a key to the query, 06 section 4), d_model 32, 2 heads)
+through the attention factory, with the same data, steps, learning rate and seed, and reports:
+
+* held-out accuracy (the query position's prediction), chance ``1 / n_values``;
+* training steps per second (the median step time over the timed steps; wall-clock, so noisy on
+  a shared machine: the JSON keeps the load average);
 * peak tensor memory of one forward + backward on one batch, measured with
-  :func:`lectures_lib.measure.peak_tensor_memory` (on a CPU; not computed from shapes).
+  :func:`lectures_lib.measure.peak_tensor_memory` (every tensor created; not a formula).
 
-The variants are discovered: every attention class that ``lectures_lib.variants`` exports (a
-subclass of ``MultiHeadAttention``) is built with its defaults (plus ``seq_len`` where it needs
-one; the settings below override a few defaults to fit the task), so a variant merged later shows
-up without editing this file. ``--plot FILE`` saves the speed-vs-accuracy scatter.
+The variants are discovered: every attention class ``lectures_lib.variants`` exports (a subclass
+of ``MultiHeadAttention``, or a module with the factory signature) plus the content-blind baseline
+(:class:`~lectures_lib.variants.attention_free.UniformAttention`) and the attention-free FNet
+layer (:class:`~lectures_lib.variants.attention_free.FourierMixing`), each built with its defaults
+(plus ``seq_len`` where it needs one; ``SETTINGS`` overrides a few defaults to fit the task).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
+import json
+import os
 import platform
 import sys
 import time
 from pathlib import Path
 
 import torch
+from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
 from lectures_lib import seed_everything, variants  # noqa: E402
 from lectures_lib.attention import MultiHeadAttention  # noqa: E402
-from lectures_lib.data import retrieval_task, retrieval_vocab_size  # noqa: E402
+from lectures_lib.data import (  # noqa: E402
+    binding_task,
+    binding_vocab_size,
+    retrieval_task,
+    retrieval_vocab_size,
+)
 from lectures_lib.measure import peak_tensor_memory  # noqa: E402
 from lectures_lib.models import EncoderTagger  # noqa: E402
 from lectures_lib.training import cross_entropy, evaluate  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
 
 
 class ExplicitFullAttention(MultiHeadAttention):
@@ -48,33 +76,53 @@ class ExplicitFullAttention(MultiHeadAttention):
         return super().attend(q, k, v, mask, True)
 
 
-# Preferred order and display names; settings that differ from the class defaults.
-KNOWN = {
-    "MultiHeadAttention": ("full (fused kernel)", {}),
-    "ExplicitFullAttention": ("full (explicit N x N)", {}),
-    "LocalAttention": ("local", {}),
-    "LongformerAttention": ("Longformer", {}),
-    "BigBirdAttention": ("Big Bird", {}),
-    "LSHAttention": ("LSH (Reformer)", {}),
-    "RoutingAttention": ("Routing (k-means)", {}),
-    "SinkhornAttention": ("Sinkhorn", {"block_size": 32}),
-    "LinformerAttention": ("Linformer", {"k": 64}),
-    "CompressedAttention": ("compressed (conv)", {"stride": 8}),
-    "LinearAttention": ("linear (elu+1)", {}),
-    "PerformerAttention": ("Performer", {}),
-    "DenseSynthesizerAttention": ("Synthesizer (dense)", {}),
-    "RandomSynthesizerAttention": ("Synthesizer (random)", {}),
+# Display name, family (the lecture's taxonomy) and settings that differ from the class defaults.
+SETTINGS = {
+    "MultiHeadAttention": ("full (fused kernel)", "full", {}),
+    "ExplicitFullAttention": ("full (explicit N x N)", "full", {}),
+    "UniformAttention": ("uniform average (bag)", "baseline", {}),
+    "LocalAttention": ("local", "human knowledge", {}),
+    "LongformerAttention": ("Longformer", "human knowledge", {}),
+    "BigBirdAttention": ("Big Bird", "human knowledge", {}),
+    "LSHAttention": ("LSH (Reformer)", "clustering", {}),
+    "RoutingAttention": ("Routing (k-means)", "clustering", {}),
+    "SinkhornAttention": ("Sinkhorn", "learned pattern", {"block_size": 32}),
+    "LinformerAttention": ("Linformer", "representative keys", {"k": 64}),
+    "CompressedAttention": ("compressed (conv)", "representative keys", {"stride": 8}),
+    "LinearAttention": ("linear (elu+1)", "kernel", {}),
+    "PerformerAttention": ("Performer", "kernel", {}),
+    "EfficientAttention": ("Efficient Attention", "kernel", {}),
+    "DenseSynthesizerAttention": ("Synthesizer (dense)", "no q.k", {}),
+    "RandomSynthesizerAttention": ("Synthesizer (random)", "no q.k", {}),
+    "FourierMixing": ("FNet (Fourier)", "no attention", {}),
 }
+EXTRA_MODULES = ("lectures_lib.variants.attention_free", "lectures_lib.variants.efficient")
+
+
+def _is_factory_class(obj) -> bool:
+    if not inspect.isclass(obj) or not issubclass(obj, nn.Module):
+        return False
+    if issubclass(obj, MultiHeadAttention):
+        return True
+    names = list(inspect.signature(obj).parameters)
+    return names[:2] == ["d_model", "num_heads"]
 
 
 def discover() -> list[tuple[str, type]]:
-    """``(class name, class)`` for full attention and every variant class the package exports."""
+    """``(class name, class)`` for full attention and every variant class found."""
     found = {"MultiHeadAttention": MultiHeadAttention, "ExplicitFullAttention": ExplicitFullAttention}
-    for name in getattr(variants, "__all__", dir(variants)):
-        obj = getattr(variants, name, None)
-        if inspect.isclass(obj) and issubclass(obj, MultiHeadAttention):
-            found[name] = obj
-    order = list(KNOWN) + sorted(set(found) - set(KNOWN))
+    modules = [variants]
+    for name in EXTRA_MODULES:
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError:
+            pass
+    for module in modules:
+        for name in getattr(module, "__all__", dir(module)):
+            obj = getattr(module, name, None)
+            if _is_factory_class(obj) and not name.startswith("_"):
+                found[name] = obj
+    order = list(SETTINGS) + sorted(set(found) - set(SETTINGS))
     return [(name, found[name]) for name in order if name in found]
 
 
@@ -95,16 +143,22 @@ def last_position(model, batch):
     return model(tokens)[:, -1], labels  # the query's logits
 
 
-def run_variant(factory, train, test, seq_len, steps, batch_size, lr, seed=0) -> dict:
-    seed_everything(seed)
-    model = EncoderTagger(retrieval_vocab_size(), 4, d_model=32, num_heads=2, num_layers=1,
-                          d_ff=64, max_len=seq_len, attention=factory)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    generator = torch.Generator().manual_seed(seed)
+def make_task(name: str, n_examples: int, seq_len: int, seed: int):
+    if name == "binding":
+        return binding_task(n_examples, seq_len, seed=seed), binding_vocab_size(), 4
+    return retrieval_task(n_examples, seq_len, seed=seed), retrieval_vocab_size(), 4
+
+
+def run_variant(factory, args, train, test, vocab, n_labels) -> dict:
+    seed_everything(args.seed)
+    model = EncoderTagger(vocab, n_labels, d_model=32, num_heads=2, num_layers=args.layers,
+                          d_ff=64, max_len=args.seq_len, attention=factory)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    generator = torch.Generator().manual_seed(args.seed)
     step_times = []
     model.train()
-    for _ in range(steps):
-        idx = torch.randint(0, train[0].shape[0], (batch_size,), generator=generator)
+    for _ in range(args.steps):
+        idx = torch.randint(0, train[0].shape[0], (args.batch_size,), generator=generator)
         start = time.perf_counter()
         logits, labels = last_position(model, (train[0][idx], train[1][idx]))
         loss = cross_entropy(logits, labels)
@@ -113,73 +167,159 @@ def run_variant(factory, train, test, seq_len, steps, batch_size, lr, seed=0) ->
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         step_times.append(time.perf_counter() - start)
+        if not torch.isfinite(loss):
+            break
     accuracy = evaluate(model, test, forward_fn=last_position)
-    batch = (train[0][:batch_size], train[1][:batch_size])
+    batch = (train[0][: args.batch_size], train[1][: args.batch_size])
 
     def forward_backward():
         logits, labels = last_position(model, batch)
         cross_entropy(logits, labels).backward()
 
     memory = peak_tensor_memory(forward_backward)
+    step_s = sorted(step_times)[len(step_times) // 2]
     return {
         "accuracy": accuracy,
-        "step_ms": 1000 * sorted(step_times)[len(step_times) // 2],
+        "steps_per_s": 1.0 / step_s,
+        "tokens_per_s": args.batch_size * args.seq_len / step_s,
         "peak_mib": memory.peak_bytes / 2**20,
+        "load_average": os.getloadavg()[0],
     }
+
+
+def settings_of(args) -> dict:
+    keys = ("task", "seq_len", "n_train", "n_test", "steps", "batch_size", "lr", "layers", "seed")
+    return {key: getattr(args, key) for key in keys}
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings, rows = results["settings"], results["rows"]
+    families = sorted({row["family"] for row in rows.values()})
+    colours = dict(zip(families, plt.cm.tab10.colors, strict=False))
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for label, row in rows.items():
+        ax.scatter(row["steps_per_s"], row["accuracy"], s=15 * row["peak_mib"] ** 0.75,
+                   color=colours[row["family"]], alpha=0.6, edgecolors="black", linewidths=0.5)
+        ax.annotate(label, (row["steps_per_s"], row["accuracy"]), fontsize=7,
+                    xytext=(5, 3), textcoords="offset points")
+    for family, colour in colours.items():
+        ax.scatter([], [], color=colour, label=family, s=30)
+    ax.axhline(0.25, color="grey", linestyle=":", label="chance")
+    ax.set_xscale("log")
+    ax.set_xlabel("training steps per second (log scale; higher = faster)")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"{settings['task']} task, N = {settings['seq_len']}, {settings['layers']} layers, "
+                 f"{settings['steps']} steps (marker area ~ peak memory)", fontsize=9)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+SWEEP_VARIANTS = {
+    "full": ("MultiHeadAttention", {}),
+    "uniform average (bag)": ("UniformAttention", {}),
+    "Synthesizer (random)": ("RandomSynthesizerAttention", {}),
+    "Linformer (k = 8)": ("LinformerAttention", {"k": 8}),
+}
+
+
+def sweep(args) -> None:
+    """Accuracy against N, every (task, variant, N, seed) one row of ``args.sweep_json``."""
+    found = dict(discover())
+    path = args.sweep_json
+    results = json.loads(path.read_text()) if (args.resume and path.exists()) else {}
+    results["settings"] = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
+                           "n_train": args.n_train, "n_test": args.n_test,
+                           "layers": {"binding": 2, "retrieval": 1}}
+    rows = results.setdefault("rows", [])
+    done = {(r["task"], r["variant"], r["seq_len"], r["seed"]) for r in rows}
+    for task in args.tasks:
+        for seq_len in args.seq_lens:
+            train, vocab, n_labels = make_task(task, args.n_train, seq_len, seed=0)
+            test = make_task(task, args.n_test, seq_len, seed=1)[0]
+            for label, (name, overrides) in SWEEP_VARIANTS.items():
+                for seed in args.seeds:
+                    if (task, label, seq_len, seed) in done:
+                        continue
+                    run_args = argparse.Namespace(**vars(args))
+                    run_args.seq_len, run_args.seed = seq_len, seed
+                    run_args.layers = results["settings"]["layers"][task]
+                    row = run_variant(factory_for(found[name], seq_len, overrides), run_args,
+                                      train, test, vocab, n_labels)
+                    rows.append({"task": task, "variant": label, "seq_len": seq_len,
+                                 "seed": seed, "accuracy": row["accuracy"]})
+                    path.write_text(json.dumps(results, indent=1) + "\n")
+                    print(f"{task} N={seq_len} {label} seed {seed}: {row['accuracy']:.3f}",
+                          flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=("binding", "retrieval"), default="binding")
     parser.add_argument("--seq-len", type=int, default=512)
     parser.add_argument("--n-train", type=int, default=4096)
-    parser.add_argument("--n-test", type=int, default=512)
+    parser.add_argument("--n-test", type=int, default=1024)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", nargs="*", help="class names to run (default: all found)")
-    parser.add_argument("--plot", type=Path, help="save the speed-vs-accuracy scatter here")
+    parser.add_argument("--skip", nargs="*", default=[], help="class names not to run")
+    parser.add_argument("--json", type=Path, default=HERE / "long_range.json")
+    parser.add_argument("--plot", type=Path, default=HERE / "long_range.png")
+    parser.add_argument("--resume", action="store_true", help="keep stored rows of these settings")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the plot from --json")
+    parser.add_argument("--sweep", action="store_true", help="accuracy against N instead")
+    parser.add_argument("--tasks", nargs="*", default=["binding", "retrieval"])
+    parser.add_argument("--seq-lens", nargs="*", type=int, default=[32, 64, 128, 256])
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1])
+    parser.add_argument("--sweep-json", type=Path, default=HERE / "long_range_sweep.json")
     args = parser.parse_args()
+    if args.sweep:
+        sweep(args)
+        return
 
-    seed_everything(0)
-    train = retrieval_task(args.n_train, args.seq_len, seed=0)
-    test = retrieval_task(args.n_test, args.seq_len, seed=1)
-    print(f"# long-range retrieval, seq_len={args.seq_len}, {args.steps} steps of {args.batch_size},"
-          f" lr={args.lr}; torch {torch.__version__}, {platform.processor() or platform.machine()},"
-          f" {torch.get_num_threads()} thread(s); chance accuracy 0.25")
-    missing = [name for name in KNOWN if name not in dict(discover())]
-    if missing:
-        print(f"# not in lectures_lib.variants on this branch: {', '.join(missing)}")
-    print("| attention | accuracy | ms / training step | peak memory (MiB) |")
-    print("|---|---:|---:|---:|")
-    rows = []
+    if args.plot_only:
+        plot(json.loads(args.json.read_text()), args.plot)
+        return
+    settings = settings_of(args)
+    results = {"settings": settings, "rows": {}}
+    if args.resume and args.json.exists():
+        stored = json.loads(args.json.read_text())
+        if stored.get("settings") == settings:
+            results = stored
+    results["environment"] = (f"torch {torch.__version__}, {platform.machine()}, one thread, "
+                              f"{os.cpu_count()} cores (shared)")
+    seed_everything(args.seed)
+    (train, vocab, n_labels) = make_task(args.task, args.n_train, args.seq_len, seed=args.seed)
+    test = make_task(args.task, args.n_test, args.seq_len, seed=args.seed + 1)[0]
+    print(f"# {args.task}, seq_len={args.seq_len}, {args.layers} layers, {args.steps} steps of "
+          f"{args.batch_size}, lr={args.lr}; {results['environment']}; chance 0.25")
+    print("| attention | family | accuracy | steps / s | peak memory (MiB) |")
+    print("|---|---|---:|---:|---:|")
     for name, cls in discover():
-        if args.only and name not in args.only:
+        if (args.only and name not in args.only) or name in args.skip:
             continue
-        label, overrides = KNOWN.get(name, (name, {}))
-        result = run_variant(factory_for(cls, args.seq_len, overrides), train, test,
-                             args.seq_len, args.steps, args.batch_size, args.lr)
-        rows.append((label, result))
-        print(f"| {label} | {result['accuracy']:.3f} | {result['step_ms']:.1f} | "
-              f"{result['peak_mib']:.1f} |", flush=True)
+        label, family, overrides = SETTINGS.get(name, (name, "other", {}))
+        if label in results["rows"]:
+            continue
+        row = run_variant(factory_for(cls, args.seq_len, overrides), args, train, test, vocab,
+                          n_labels)
+        row.update(family=family, cls=name)
+        results["rows"][label] = row
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+        print(f"| {label} | {family} | {row['accuracy']:.3f} | {row['steps_per_s']:.2f} | "
+              f"{row['peak_mib']:.1f} |", flush=True)
     if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
-        for label, result in rows:
-            ax.scatter(result["step_ms"], result["accuracy"], s=20 + 4 * result["peak_mib"] ** 0.5)
-            ax.annotate(label, (result["step_ms"], result["accuracy"]), fontsize=8,
-                        xytext=(4, 4), textcoords="offset points")
-        ax.axhline(0.25, color="grey", linestyle=":", label="chance")
-        ax.set_xscale("log")
-        ax.set_xlabel("ms per training step (log scale)")
-        ax.set_ylabel("held-out accuracy")
-        ax.set_title(f"Long-range retrieval, N = {args.seq_len} (marker area ~ memory)")
-        ax.legend(loc="lower right")
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=120)
+        plot(results, args.plot)
         print(f"# plot saved to {args.plot}")
 
 

@@ -345,6 +345,9 @@ class AttentionExplorer:
     def _repr_html_(self) -> str:
         return self.to_html()
 
+    def __repr__(self) -> str:  # the text a notebook stores beside the HTML: the same every run
+        return f"AttentionExplorer({self.title!r}, {len(self.views)} view(s))"
+
     # -- the static picture ---------------------------------------------------------------------
 
     def plot(self, view: int = 0, layer: int = 0):

@@ -5,6 +5,11 @@ import os
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import pytest  # noqa: E402
+
+# setuptools before anything imports the standard library's distutils: pip's internals (read by
+# tests/test_packaging.py) import it, and nbgrader imports setuptools, whose distutils shim then
+# fails its own assertion when both land on one pytest worker.
+import setuptools  # noqa: E402,F401
 import torch  # noqa: E402
 
 torch.set_num_threads(1)

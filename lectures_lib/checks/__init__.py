@@ -7,7 +7,9 @@ something is wrong, names the likely mistake in ``str(result)`` and ``result.mis
 Modules: ``attention`` (section 01), ``heads`` (02), ``positional`` (03), ``transformer`` (04),
 ``masks`` (05); the graded exercises' checkers ``additive`` (01), ``padding`` (02), ``relative``
 (03), ``norms`` (04), ``decoder`` (05), ``variants`` (06: the streaming window, and the stride
-mask), ``efficient`` (07: trigonometric random features) and ``trained`` (03-05: trained models
+mask), ``windows`` (06: causal window attention, checked on memory), ``efficient`` (07:
+trigonometric random features), ``long_range`` (07: a model trained on the binding task) and
+``trained`` (03-05: trained models
 on held-out data). Every check takes ``timeout=`` (seconds per
 call) and, for the hidden tests, ``hidden=True``.
 """
@@ -21,6 +23,7 @@ from .efficient import *  # noqa: F401,F403
 from .efficient import __all__ as _efficient_all
 from .heads import *  # noqa: F401,F403
 from .heads import __all__ as _heads_all
+from .long_range import check_binding_model
 from .masks import *  # noqa: F401,F403
 from .masks import __all__ as _masks_all
 from .norms import check_rms_norm
@@ -33,6 +36,7 @@ from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
 from .variants import *  # noqa: F401,F403
 from .variants import __all__ as _variants_all
+from .windows import check_causal_window_attention
 
 __all__ = [
     "CheckResult",
@@ -53,4 +57,6 @@ __all__ = [
     "check_skip_flip_model",
     "check_sort_tagger",
     "check_reverse_translator",
+    "check_causal_window_attention",
+    "check_binding_model",
 ]

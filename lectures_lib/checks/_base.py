@@ -162,6 +162,16 @@ def _student_frame(error: BaseException) -> traceback.FrameSummary:
     return frames[-1]
 
 
+def _student_location(error: BaseException) -> tuple[int, str]:
+    """(line, function) where the student's code raised: the traceback's deepest student frame,
+    or what the grade command's sandbox reported (the code ran in another process)."""
+    reported = getattr(error, "student_location", None)
+    if isinstance(reported, tuple) and len(reported) == 2:
+        return reported
+    where = _student_frame(error)
+    return where.lineno, where.name
+
+
 class _TimedOut(BaseException):
     """Raised inside the student's code when its time is up (not an Exception: harder to catch)."""
 
@@ -307,11 +317,11 @@ def call(student_fn: Callable, *args, **kwargs):
     except KeyboardInterrupt:
         raise
     except BaseException as error:
-        where = _student_frame(error)
+        line, name = _student_location(error)
         raise Mistake(
             "raised",
-            f"your function raised {type(error).__name__}: {error} (line {where.lineno} of "
-            f"{where.name}). It was called with "
+            f"your function raised {type(error).__name__}: {error} (line {line} of "
+            f"{name}). It was called with "
             + ", ".join(_describe(a) for a in args)
             + ".",
         ) from None
@@ -393,12 +403,21 @@ def _with_output(result: CheckResult, capture: _Capture) -> CheckResult:
     return CheckResult(result.name, result.passed, message, result.mistake, excerpt)
 
 
-def checker(name: str) -> Callable[[Callable[..., str | None]], Callable[..., CheckResult]]:
+def checker(name: str, *, forbid: tuple[str, ...] = (),
+            positional_limit: dict[str, int] | None = None,
+            ) -> Callable[[Callable[..., str | None]], Callable[..., CheckResult]]:
     """Decorator: ``body(student_fn) -> success message`` becomes ``check(student_fn) -> CheckResult``.
 
     The check takes keyword options: ``timeout`` (seconds per call of the student's function,
     :data:`DEFAULT_TIMEOUT` by default) and, for the bodies that accept them, ``hidden=True``
     (the hidden tests' extra probes: other shapes, seeds and dtypes than the student saw).
+
+    ``forbid`` states the exercise's rule as names its solution may not use (``"label_smoothing"``:
+    neither as a keyword, a name nor an attribute); ``positional_limit`` caps
+    the positional arguments of a call (``{"cross_entropy": 7}``: the 8th is ``label_smoothing``).
+    They are attached to the check (``check.forbidden``, ``check.positional_limit``); the grade
+    command enforces them on the submission's source (a checker cannot see how an answer was
+    computed).
     """
 
     def decorate(body: Callable[..., str | None]) -> Callable[..., CheckResult]:
@@ -437,6 +456,8 @@ def checker(name: str) -> Callable[[Callable[..., str | None]], Callable[..., Ch
                 _current.run = outer
             return _with_output(result, run.printed)
 
+        check.forbidden = tuple(forbid)
+        check.positional_limit = dict(positional_limit or {})
         return check
 
     return decorate

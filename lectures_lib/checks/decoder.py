@@ -90,7 +90,8 @@ def _loss_catalogue(probe: Probe) -> list[Wrong]:
     ]
 
 
-@checker("label_smoothing_loss")
+@checker("label_smoothing_loss", forbid=("label_smoothing",),
+         positional_limit={"cross_entropy": 7, "CrossEntropyLoss": 5})
 def check_label_smoothing_loss(student_fn, hidden: bool = False) -> str:
     """Check ``label_smoothing_loss(logits (N, C), targets (N,), smoothing, ignore_index)``."""
     probes = _loss_probes(hidden)

@@ -6,9 +6,12 @@ data the student never saw (drawn here with a seed of the checker's own).
 * ``check_sort_tagger(model)`` (section 04): ``model(tokens (batch, 6)) -> logits (batch, 6,
   8)``, token ``i`` of the output = the ``i``-th smallest input token; needs >= 90 %.
 * ``check_reverse_translator(model)`` (section 05): a seq2seq model (``encode``/``decode``, as
-  :class:`~lectures_lib.models.Transformer`), decoded greedily here, or a function
-  ``translate(src (batch, 5)) -> tokens (batch, >= 5)``; the source reversed (what follows the
-  first 5 tokens is not checked); needs >= 90 % of sequences exactly right.
+  :class:`~lectures_lib.models.Transformer`), decoded greedily here; the source reversed (what
+  follows the first 5 tokens is not checked); needs >= 90 % of sequences exactly right.
+
+Each model must be a trained ``torch.nn.Module`` whose *weights* do the work: after it passes,
+its weights are shuffled and it must fall below the target (then they are put back), so a
+hand-written rule (``src.flip(-1)``, a sort) wrapped in a function or a module earns nothing.
 
 Each check takes the student's *training function* (no arguments, returns the trained model or
 ``translate`` function; it may also be given the trained model itself). The training function is
@@ -164,6 +167,43 @@ def _logits(model, tokens, classes: int, what: str) -> torch.Tensor:
     return expect_finite(logits.detach().float().cpu(), what)
 
 
+def _weights_do_the_work(model, score, needed: float, unit: str) -> None:
+    """Raise :class:`Mistake` unless ``model`` is a module whose *trained weights* earn its score.
+
+    ``score()`` evaluates the model on the held-out data. The weights are shuffled (each tensor's
+    entries permuted with a fixed seed), the model is scored again, and its own weights are put
+    back: a trained model falls far below ``needed``; a hand-written rule (``src.flip(-1)``, a
+    sort) scores the same without any weights that matter. Works across the grader's process
+    boundary: only ``state_dict()`` tensors cross."""
+    state_dict = getattr(model, "state_dict", None)
+    load_state_dict = getattr(model, "load_state_dict", None)
+    if not (callable(state_dict) and callable(load_state_dict)):
+        raise Mistake("not_a_model", "your training function should return the trained model "
+                      "(a torch.nn.Module, in eval mode); a function or a hand-written rule is "
+                      "not a trained model.")
+    state = call(state_dict)
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise Mistake("not_a_model", "the model's state_dict() should map names to tensors.")
+    state = {name: value.detach().clone() for name, value in state.items()}  # not the live ones
+    if not any(v.is_floating_point() and v.numel() > 1 for v in state.values()):
+        raise Mistake("not_a_model", "the model has no trained weights (its state_dict() holds "
+                      "no floating-point tensor): a hand-written rule is not a trained model.")
+    generator = torch.Generator().manual_seed(31337)
+    shuffled = {name: value.flatten()[torch.randperm(value.numel(), generator=generator)]
+                .view_as(value) if value.is_floating_point() else value
+                for name, value in state.items()}
+    call(load_state_dict, shuffled)
+    try:
+        scrambled = score()
+    finally:
+        call(load_state_dict, state)
+    if scrambled >= needed:
+        raise Mistake("not_a_model", f"with its weights shuffled the model still reaches a "
+                      f"held-out {unit} of {scrambled:.3f} (>= {needed:.2f}): its answers do not "
+                      "come from its trained weights. Build the model from attention layers and "
+                      "train it; a hand-written rule is not a trained model.")
+
+
 def _verdict(accuracy: float, needed: float, chance: float, unit: str, advice: str) -> None:
     if accuracy >= needed:
         return
@@ -185,12 +225,17 @@ def check_skip_flip_model(model, hidden: bool = False) -> str:
     """Held-out accuracy of ``model`` on the skip-flip task, lengths 8-16 (>= 0.95 needed)."""
     model = _trained(model, "the trained model")
     tokens, labels = make_skip_flip_task(400, 8, 16, seed=_HELD_OUT_SEED + hidden)
-    logits = _logits(model, tokens, 2, "the model's logits for tokens (400, 16)")
     scored = labels != SKIP_FLIP_IGNORE_INDEX
-    accuracy = float((logits.argmax(-1) == labels)[scored].float().mean())
+
+    def score() -> float:
+        logits = _logits(model, tokens, 2, "the model's logits for tokens (400, 16)")
+        return float((logits.argmax(-1) == labels)[scored].float().mean())
+
+    accuracy = score()
     _verdict(accuracy, 0.95, 0.5, "accuracy",
              "The label of token i depends on token i - 2: the model needs positions (a "
              "relative bias, rotary or a positional encoding) and must ignore padding keys.")
+    _weights_do_the_work(model, score, 0.95, "accuracy")
     return f"held-out accuracy {accuracy:.3f} >= 0.95 on 400 unseen sequences."
 
 
@@ -199,42 +244,54 @@ def check_sort_tagger(model, hidden: bool = False) -> str:
     """Held-out per-token accuracy of ``model`` on sorting 6 tokens (>= 0.90 needed)."""
     model = _trained(model, "the trained model")
     tokens, targets = make_sort_data(500, seed=_HELD_OUT_SEED + hidden)
-    logits = _logits(model, tokens, SORT_VOCAB_SIZE,
-                     f"the model's logits for tokens (500, {SORT_SEQ_LEN})")
-    accuracy = float((logits.argmax(-1) == targets).float().mean())
+
+    def score() -> float:
+        logits = _logits(model, tokens, SORT_VOCAB_SIZE,
+                         f"the model's logits for tokens (500, {SORT_SEQ_LEN})")
+        return float((logits.argmax(-1) == targets).float().mean())
+
+    accuracy = score()
     _verdict(accuracy, 0.90, 0.3, "per-token accuracy",
              "Output i is the i-th smallest input token: every position must see all tokens.")
+    _weights_do_the_work(model, score, 0.90, "per-token accuracy")
     return f"held-out per-token accuracy {accuracy:.3f} >= 0.90 on 500 unseen sequences."
 
 
 @checker("reverse_translator")
 def check_reverse_translator(translate, hidden: bool = False) -> str:
     """Held-out exact match of ``translate(src)`` against the reversed source (>= 0.90 needed)."""
-    translate = _trained(translate, "the trained model")
+    model = _trained(translate, "the trained model")
     pairs = make_reverse_pairs(300, seed=_HELD_OUT_SEED + hidden)
-    if hasattr(translate, "encode") and hasattr(translate, "decode"):
-        from ..decoding import greedy_decode
+    if not (hasattr(model, "encode") and hasattr(model, "decode")):
+        raise Mistake("not_a_model", "your training function should return the trained "
+                      "seq2seq model (with `encode` and `decode`, like lectures_lib.models."
+                      "Transformer), decoded greedily here; a function or a hand-written rule "
+                      "is not a trained model.")
+    from ..decoding import greedy_decode
 
-        model = translate
+    def translate(src):
+        return greedy_decode(model, src, REVERSE_LEN + 1, REVERSE_BOS_ID, REVERSE_EOS_ID,
+                             REVERSE_PAD_ID)
 
-        def translate(src):
-            return greedy_decode(model, src, REVERSE_LEN + 1, REVERSE_BOS_ID, REVERSE_EOS_ID,
-                                 REVERSE_PAD_ID)
-    with torch.no_grad():
-        out = call(translate, pairs.src)
-    expect_tensor(out, "translate(src)'s result")
-    if out.dim() != 2 or out.shape[0] != pairs.src.shape[0] or out.shape[1] < REVERSE_LEN:
-        raise Mistake(
-            "wrong_shape",
-            f"translate(src) with src of shape {tuple(pairs.src.shape)} should return the "
-            f"decoded tokens, shape (300, >= {REVERSE_LEN}) (BEGIN not included), got "
-            f"{tuple(out.shape)}",
-        )
-    exact = float((out[:, :REVERSE_LEN].cpu() == pairs.tgt_out[:, :REVERSE_LEN]).all(-1)
-                  .float().mean())
-    if out.shape[1] > REVERSE_LEN and bool((out[:, 0] == REVERSE_BOS_ID).all()):
-        raise Mistake("bos_included", "the decoded tokens start with BEGIN: drop column 0 "
-                      "(the prefix you started from).")
+    def score() -> float:
+        with torch.no_grad():
+            out = call(translate, pairs.src)
+        expect_tensor(out, "translate(src)'s result")
+        if out.dim() != 2 or out.shape[0] != pairs.src.shape[0] or out.shape[1] < REVERSE_LEN:
+            raise Mistake(
+                "wrong_shape",
+                f"translate(src) with src of shape {tuple(pairs.src.shape)} should return the "
+                f"decoded tokens, shape (300, >= {REVERSE_LEN}) (BEGIN not included), got "
+                f"{tuple(out.shape)}",
+            )
+        if out.shape[1] > REVERSE_LEN and bool((out[:, 0] == REVERSE_BOS_ID).all()):
+            raise Mistake("bos_included", "the decoded tokens start with BEGIN: drop column 0 "
+                          "(the prefix you started from).")
+        return float((out[:, :REVERSE_LEN].cpu() == pairs.tgt_out[:, :REVERSE_LEN]).all(-1)
+                     .float().mean())
+
+    exact = score()
     _verdict(exact, 0.90, 0.0, "exact-match rate",
              "Train with teacher forcing (tgt_in -> tgt_out), decode greedily from BEGIN.")
+    _weights_do_the_work(model, score, 0.90, "exact-match rate")
     return f"held-out exact match {exact:.3f} >= 0.90 on 300 unseen sequences."

@@ -1,7 +1,10 @@
 """The course's tooling: what builds, releases, runs and grades the notebooks (not taught).
 
 - :mod:`lectures_lib.tooling.exercises`: exercise markers, nbgrader metadata, student versions;
-- :mod:`lectures_lib.tooling.grading`: the grade command (submissions against the hidden tests);
+- :mod:`lectures_lib.tooling.grading`: the grade command (submissions against the hidden tests),
+  with :mod:`~lectures_lib.tooling.sandbox` (bubblewrap, the remote stand-ins),
+  :mod:`~lectures_lib.tooling.worker` (the submission's side) and
+  :mod:`~lectures_lib.tooling.wire` (the plain data that crosses);
 - :mod:`lectures_lib.tooling.notebooks`: re-execute notebooks in place (``make notebooks``);
 - :mod:`lectures_lib.tooling.site`: the static site (``make site``);
 - :mod:`lectures_lib.tooling.translate`: the Chinese notebooks from the English ones and

@@ -9,8 +9,10 @@ way (``make student`` runs this tool). In the student version:
   and the checker below it says "not implemented yet";
 * every region from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` is removed;
 * in a markdown (or raw) cell, a solution region becomes ``YOUR ANSWER HERE``;
-* code cells that held a solution or hidden tests lose their outputs and execution count; every
-  other output (the teaching plots and tables) is kept.
+* every code cell of the ``## Exercises`` section (:func:`exercise_cells`), and any other cell
+  that held a solution or hidden tests, loses its outputs and execution count, so no answer a
+  student is asked to predict is on the page; every other output (the teaching plots and
+  tables above the exercises) is kept.
 
 nbgrader metadata is generated, never written by hand (:func:`annotate_notebook`). An exercise
 begins with a markdown cell ``**Exercise N — title (P points).**`` and runs to the next exercise
@@ -64,6 +66,7 @@ __all__ = [
     "Exercise",
     "find_exercises",
     "annotate_notebook",
+    "exercise_cells",
     "release_notebook",
     "release",
     "main",
@@ -322,6 +325,32 @@ def annotate_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     return annotated
 
 
+_EXERCISES_HEADING = re.compile(r"^##\s+Exercises?\b", re.MULTILINE)
+
+
+def exercise_cells(nb) -> list[int]:
+    """Indices of the code cells of the ``## Exercises`` section, up to the next ``## `` heading
+    (every code cell when there is no such section). Tolerates malformed cells (submissions)."""
+    def kind(cell):
+        return cell.get("cell_type") if isinstance(cell, dict) else None
+
+    def text(cell) -> str:
+        source = cell.get("source", "") if isinstance(cell, dict) else ""
+        if isinstance(source, list):
+            source = "".join(line for line in source if isinstance(line, str))
+        return source if isinstance(source, str) else ""
+
+    cells = list(getattr(nb, "cells", None) or [])
+    code = [i for i, cell in enumerate(cells) if kind(cell) == "code"]
+    markdown = {i: text(cell) for i, cell in enumerate(cells) if kind(cell) == "markdown"}
+    start = next((i for i, source in markdown.items() if _EXERCISES_HEADING.search(source)), None)
+    if start is None:
+        return code
+    end = next((i for i, source in markdown.items() if i > start and _HEADING.search(source)),
+               len(cells))
+    return [i for i in code if start < i < end]
+
+
 def release_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     """The student version of a notebook (a new object; ``nb`` is not changed).
 
@@ -332,14 +361,17 @@ def release_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     _check_notebook(nb)
     _check_name(name)
     student = annotate_notebook(nb, name)
+    # Every output of the exercise section goes (a "predict, then run" cell's stored output is
+    # the answer), and those of any solution or hidden-test cell; teaching outputs stay.
+    exercise_section = set(exercise_cells(student)) if find_exercises(student) else set()
     for index, cell in enumerate(student.cells):
         try:
             regions = find_regions(cell.source)
             cell.source = strip_solutions(cell.source, cell.cell_type)
         except MarkerError as error:
             raise MarkerError(f"{name}, cell {index} ({cell.cell_type}): {error}") from None
-        if cell.cell_type == "code" and regions:  # outputs of solutions and hidden tests go;
-            cell.outputs = []  # teaching outputs (plots, tables) stay
+        if cell.cell_type == "code" and (regions or index in exercise_section):
+            cell.outputs = []
             cell.execution_count = None
         cell.metadata.pop("execution", None)  # nbclient's timing, if it was recorded
     return student

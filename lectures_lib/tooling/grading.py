@@ -1,35 +1,51 @@
 """Grading submissions without nbgrader: ``python -m lectures_lib grade SUBMISSION ...``.
 
-For each submitted notebook (matched to the course's notebook by its exercises' ``grade_id``s,
-else by file name):
+What a submission can and cannot do. Each submission is graded on its own:
 
-1. a *grading copy* is built from the code cells of the submission's ``## Exercises`` section
-   (the exercises are self-contained: they import what they use), in which every autograded test
-   cell is replaced by the **course's own** copy of that cell, hidden tests included (found by
-   ``grade_id``, else by its visible source). Whatever the submission did to its test cells, or
-   to the checkers' names, the course's hidden tests decide;
-2. the copy runs in a fresh kernel, in a separate process, under a time limit for the whole
-   submission (``--timeout``, 300 s by default). Each checker call is limited too
-   (``LECTURES_CHECK_TIMEOUT``: a tenth of the limit, at most 10 s) and a training function to
-   half of it. A cell that runs out of time is interrupted; the process is killed if it does not
-   stop; the cells that did run keep their results;
-3. an exercise's points are earned when its test cell ran without an error. Written answers are
-   listed with their maximum points, to be graded by hand (with the start of the answer).
+1. its assignment is the one named with ``--notebook``, else the one its exercises' ``grade_id``s
+   name (else its file name); a notebook whose ids name another assignment earns nothing for
+   this one (a solved 01 handed in as 05 gets 0 for 05);
+2. the code cells of its ``## Exercises`` section run in a **sandboxed worker process**
+   (:mod:`lectures_lib.tooling.sandbox`: bubblewrap, an unprivileged user, no network, a
+   read-only library whose ``checks`` hold no checker, reference or probe, a private scratch
+   folder, limits on memory, processes, file size, CPU and time; every process it starts ends
+   with it). Its own test cells never run;
+3. the **course's** test cells (hidden tests included) run here, in the grader, with the
+   course's checkers. The names they use that the course's own imports do not bind (the
+   student's function, training function or model) are stand-ins: calling one sends the probe's
+   tensors to the worker and brings back its answer as plain data (:mod:`lectures_lib.tooling.
+   wire`: ``torch.load(weights_only=True)``, never an unpickled object). The expected answers,
+   probes and verdict never enter the submission's process, so patching checkers, ``assert``,
+   builtins or IPython there, or reading frames, gains nothing;
+4. an exercise's points are earned when its test cell ran here without an error; a checker that
+   reports a failure fails the cell's ``assert``. Written answers are listed with their maximum
+   points, to be graded by hand (with the start of the answer).
 
-A submission that cannot be read, crashes, loops or sleeps gets a report like any other, with
-each exercise failed and the reason in its message.
+A submission that cannot be read, crashes, loops, sleeps, exits, floods its output or breaks the
+protocol gets a report like any other, each exercise failed and the reason in its message; the
+batch goes on. Folders are graded in parallel (``--jobs``, one trusted grading process per
+submission, each with its own sandbox), with a progress bar on stderr. Reports are plain text:
+terminal control characters are removed.
+
+What it cannot see: a student who copies the public reference solution (the notebooks are in a
+public repository) writes correct code; exercises for credit need private variants. Where no
+sandbox can be made (no bubblewrap, user namespaces disabled) the command refuses to grade
+unless ``--no-sandbox`` is given: the verdict stays outside the submission's process, but its
+code then runs with the grader's rights (do that only in a throwaway container or VM).
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
+import ast
+import builtins
+import concurrent.futures
 import csv
+import importlib
 import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -39,15 +55,25 @@ from pathlib import Path
 from ..utils import check_path, check_positive_float
 from . import ROOT
 from .exercises import annotate_notebook, find_exercises, strip_solutions
+from .exercises import exercise_cells as _exercise_cells
 
-__all__ = ["DEFAULT_TIMEOUT", "grade_submission", "grade_paths", "format_table", "format_csv"]
+__all__ = ["DEFAULT_TIMEOUT", "SandboxRefused", "grade_submission", "grade_paths",
+           "format_table", "format_csv", "format_nbgrader_csv", "clean_text"]
 
 DEFAULT_TIMEOUT = 300.0
 COURSE_NOTEBOOKS = ROOT / "notebooks"
-_EXERCISES = re.compile(r"^##\s+Exercises?\b", re.MULTILINE)
-_HEADING = re.compile(r"^##\s", re.MULTILINE)
-_RESULT = re.compile(r"\[(?:PASSED|FAILED)\] [^\n]*")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Terminal control: CSI/OSC escape sequences first, then every other C0/C1 control character.
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class SandboxRefused(RuntimeError):
+    """No sandbox can be made here and ``sandbox=False`` (``--no-sandbox``) was not given."""
+
+
+def clean_text(text: object) -> str:
+    """``text`` without terminal escape sequences or control characters (tabs, newlines kept)."""
+    return _CONTROL.sub("", _ESCAPES.sub("", str(text)))
 
 
 def _check_options(timeout: object, course: object) -> tuple[float, Path]:
@@ -79,36 +105,6 @@ def _course_notebooks(course: Path) -> dict[str, Path]:
     return {path.stem: path for path in sorted(course.glob("*.ipynb"))}
 
 
-def _grade_ids(nb) -> set[str]:
-    return {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells} - {None}
-
-
-def _match_course(path: Path, nb, course: Path) -> Path | None:
-    notebooks = _course_notebooks(course)
-    if nb is not None:
-        ids = _grade_ids(nb)
-        for stem, course_path in notebooks.items():
-            if any(grade_id.startswith(f"{stem}-ex") for grade_id in ids):
-                return course_path
-    stem = path.stem
-    for candidate, course_path in notebooks.items():
-        if candidate in stem:
-            return course_path
-    return None
-
-
-def _exercise_cells(nb) -> list[int]:
-    """The code cells of the ``## Exercises`` section (every code cell if there is none)."""
-    code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
-    start = next((i for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
-                  and _EXERCISES.search(cell.source)), None)
-    if start is None:
-        return code
-    end = next((i for i, cell in enumerate(nb.cells) if i > start and cell.cell_type == "markdown"
-                and _HEADING.search(cell.source)), len(nb.cells))
-    return [i for i in code if start < i < end]
-
-
 def _entries(course_nb, name: str) -> list[dict]:
     """One entry per exercise: id, points, and the course's test cells (or answer cells)."""
     entries = []
@@ -126,16 +122,73 @@ def _entries(course_nb, name: str) -> list[dict]:
     return entries
 
 
-def _grading_copy(submission, course_nb, entries) -> tuple[object, dict[str, str]]:
-    """The notebook to run, and for each test id the reason it could not be included."""
-    import nbformat
-    from nbformat.v4 import new_notebook
 
-    by_id = {cell.metadata.get("nbgrader", {}).get("grade_id"): i
-             for i, cell in enumerate(submission.cells)}
-    by_source = {}
+def _course_notebooks(course: Path) -> dict[str, Path]:
+    return {path.stem: path for path in sorted(course.glob("*.ipynb"))}
+
+
+def _nbgrader_meta(cell) -> dict:
+    meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
+    meta = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _grade_id(cell) -> str | None:
+    grade_id = _nbgrader_meta(cell).get("grade_id")
+    return grade_id if isinstance(grade_id, str) else None
+
+
+def _source_text(cell) -> str:
+    source = cell.get("source", "") if isinstance(cell, dict) else ""
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    if not isinstance(source, str):
+        raise ValueError(f"a cell's source is a {type(source).__name__}, not text")
+    return source
+
+
+def _named_assignments(nb, notebooks: dict[str, Path]) -> set[str]:
+    """The course notebooks the submission's grade_ids say it is (``{stem}-ex...``, ``-cell-``)."""
+    ids = {_grade_id(cell) for cell in nb.cells} - {None}
+    return {stem for stem in notebooks
+            if any(grade_id.startswith((f"{stem}-ex", f"{stem}-cell-")) for grade_id in ids)}
+
+
+def _assignment(path: Path, nb, course: Path, notebook: str | None) -> tuple[Path | None, str]:
+    """(the course notebook to grade against, or None; the reason when it is refused)."""
+    notebooks = _course_notebooks(course)
+    named = _named_assignments(nb, notebooks) if nb is not None else set()
+    if notebook is not None:
+        stem = Path(notebook).stem
+        if stem not in notebooks:
+            return None, (f"--notebook {notebook!r} is not a notebook of the course (choose from "
+                          f"{', '.join(notebooks)})")
+        others = named - {stem}
+        if others:
+            return notebooks[stem], (f"this submission is {', '.join(sorted(others))} (its "
+                                     f"exercises' ids say so), not {stem}: it earns nothing "
+                                     f"for {stem}")
+        return notebooks[stem], ""
+    if len(named) == 1:
+        return notebooks[named.pop()], ""
+    if len(named) > 1:
+        return None, (f"the submission's exercise ids name several assignments "
+                      f"({', '.join(sorted(named))}): grade it with --notebook NAME")
+    matches = [stem for stem in notebooks if stem in path.stem]
+    if matches:
+        return notebooks[max(matches, key=len)], ""
+    return None, "no course notebook matches this submission (grade it with --notebook NAME)"
+
+
+def _plan(submission, course_nb, entries) -> tuple[list[str], list[tuple], dict[str, str]]:
+    """The submission's program (its exercise cells but the test cells), the course's tests
+    with the number of program cells to run before each, and the tests that cannot run."""
+    by_id, by_source = {}, {}
     for i, cell in enumerate(submission.cells):
-        by_source.setdefault(cell.source.strip(), i)
+        grade_id = _grade_id(cell)
+        if grade_id is not None:
+            by_id.setdefault(grade_id, i)
+        by_source.setdefault(_source_text(cell).strip(), i)
     replacement, missing = {}, {}
     for entry in entries:
         for grade_id, course_cell in entry["tests"]:
@@ -144,163 +197,264 @@ def _grading_copy(submission, course_nb, entries) -> tuple[object, dict[str, str
             if index is None:
                 missing[grade_id] = "its test cell is missing from the submission"
             else:
-                replacement[index] = (grade_id, course_cell)
-    cells = []
+                replacement.setdefault(index, (grade_id, course_cell.source))
+    cells, tests = [], []
     for index in _exercise_cells(submission):
-        cell = copy.deepcopy(submission.cells[index])
         if index in replacement:
-            grade_id, course_cell = replacement[index]
-            cell.source = course_cell.source
-            cell.metadata["lectures_grade_id"] = grade_id
-        cell.outputs, cell.execution_count = [], None
-        cells.append(cell)
-    for grade_id in {gid for gid, _ in replacement.values()}:
-        if not any(c.metadata.get("lectures_grade_id") == grade_id for c in cells):
-            missing[grade_id] = "its test cell is outside the exercises section"
-    for number, cell in enumerate(cells):
-        cell.id = f"grading-{number}"
-    run = new_notebook(cells=cells, metadata=copy.deepcopy(course_nb.metadata))
-    nbformat.validate(run)
-    return run, missing
-
-
-def _run_in_child(notebook_path: Path, out_path: Path, timeout: float) -> None:
-    """Execute ``notebook_path`` cell by cell in a fresh kernel; save after every cell.
-
-    Runs in the child process the grade command starts (``_execute`` subcommand)."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(notebook_path, as_version=4)
-    deadline = time.monotonic() + timeout
-    client = NotebookClient(nb, timeout=timeout, startup_timeout=120, kernel_name="python3",
-                            allow_errors=True, interrupt_on_timeout=True,
-                            resources={"metadata": {"path": str(notebook_path.parent)}})
-    with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            client.timeout = max(1, int(remaining))
-            try:
-                client.execute_cell(cell, index)
-            except Exception as error:  # a cell timeout that could not be interrupted, ...
-                cell.outputs.append(nbformat.v4.new_output(
-                    "error", ename=type(error).__name__, evalue=str(error)[:500], traceback=[]))
-            cell.metadata["lectures_ran"] = True
-            if time.monotonic() >= deadline - 0.5 or any(
-                output.output_type == "error" and output.ename in ("KeyboardInterrupt",
-                                                                    "CellTimeoutError")
-                for output in cell.outputs
-            ):
-                cell.metadata["lectures_stopped"] = True  # it ran into the time limit
-            nbformat.write(nb, out_path)
-
-
-def _execute(run, timeout: float) -> tuple[object, str]:
-    """Run the grading copy in a separate process; kill it at the limit. Returns (nb, note)."""
-    import nbformat
-
-    with tempfile.TemporaryDirectory(prefix="lectures-grade-") as folder:
-        source, result = Path(folder) / "grading.ipynb", Path(folder) / "graded.ipynb"
-        nbformat.write(run, source)
-        env = dict(os.environ)
-        env["LECTURES_CHECK_TIMEOUT"] = str(max(1.0, min(10.0, timeout / 10)))
-        env["LECTURES_TRAIN_TIMEOUT"] = str(max(1.0, timeout / 2))
-        process = subprocess.Popen(
-            [sys.executable, "-m", "lectures_lib.tooling.grading", "_execute", str(source), str(result),
-             "--timeout", str(timeout)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-        )
-        note = ""
-        try:
-            output, _ = process.communicate(timeout=timeout + 90)  # + kernel start-up
-            if process.returncode:
-                note = output.decode(errors="replace")[-300:]
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # the kernel too: it is in the same session
-            process.communicate()
-            note = f"the submission ran past the time limit of {timeout:g} s and was stopped"
-        graded = nbformat.read(result, as_version=4) if result.exists() else run
-        return graded, note
-
-
-def _text(outputs) -> tuple[list[str], list[str]]:
-    """(CheckResult lines displayed, error messages) of a cell's outputs."""
-    shown, errors = [], []
-    for output in outputs:
-        if output.output_type == "error":
-            errors.append(f"{output.ename}: {_ANSI.sub('', str(output.evalue))}".strip())
-        elif output.output_type == "stream":
-            shown += _RESULT.findall(output.text)
+            tests.append((len(cells), *replacement.pop(index)))
         else:
-            shown += _RESULT.findall(output.get("data", {}).get("text/plain", ""))
-    return shown, errors
+            cells.append(_source_text(submission.cells[index]))
+    for grade_id, _ in replacement.values():
+        missing[grade_id] = "its test cell is outside the exercises section"
+    return cells, tests, missing
+
+
+# --------------------------------------------------------------------------------------------
+# Running the course's test cells here, against the submission's stand-ins
+# --------------------------------------------------------------------------------------------
+
+
+def _course_imports(course_nb) -> str:
+    """Every import statement of the course's exercise cells: what its test cells' names mean."""
+    statements = []
+    for index in _exercise_cells(course_nb):
+        try:
+            tree = ast.parse(course_nb.cells[index].source)
+        except SyntaxError:
+            continue
+        statements += [ast.unparse(node) for node in tree.body
+                       if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "\n".join(dict.fromkeys(statements))
+
+
+def _free_names(source: str) -> list[str]:
+    tree = ast.parse(source)
+    loaded, bound = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded.append(node.id) if isinstance(node.ctx, ast.Load) else bound.add(node.id))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            bound.add(node.name)
+    return [name for name in dict.fromkeys(loaded) if name not in bound]
+
+
+# With a rule to enforce, a solution may not reach names indirectly either.
+_INDIRECT = {"getattr", "setattr", "exec", "eval", "compile", "__import__", "importlib",
+             "globals", "vars", "locals", "__dict__", "_C", "__getattribute__"}
+
+
+def _rule_broken(sources: list[str], checks: list) -> str:
+    """The first place the exercise's solution breaks a rule its checkers state, or ''."""
+    from .worker import _python_source
+
+    forbidden = [word for check in checks for word in getattr(check, "forbidden", ())]
+    limits = {k: v for check in checks for k, v in getattr(check, "positional_limit", {}).items()}
+    if not forbidden and not limits:
+        return ""
+    for source in sources:
+        try:
+            tree = ast.parse(_python_source(source))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            words = []
+            if isinstance(node, ast.Name):
+                words.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                words.append(node.attr)
+            elif isinstance(node, ast.keyword):
+                if node.arg is None:
+                    return ("it passes keyword arguments with ** (the exercise's rule forbids "
+                            f"{', '.join(map(repr, forbidden))}: pass them by name)")
+                words.append(node.arg)
+            elif isinstance(node, ast.alias):
+                words += [node.name, node.asname or ""]
+            elif isinstance(node, ast.Call):
+                called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+                    node.func, "id", "")
+                if called in limits and (len(node.args) > limits[called] or any(
+                        isinstance(arg, ast.Starred) for arg in node.args)):
+                    return (f"it passes {len(node.args)} positional arguments to {called} (at "
+                            f"most {limits[called]}: the next one is forbidden by the exercise)")
+            for word in words:
+                if word in forbidden:
+                    return f"it uses `{word}`, which the exercise forbids"
+                if word in _INDIRECT:
+                    return (f"it uses `{word}`: an exercise with a rule (no "
+                            f"{', '.join(map(repr, forbidden))}) is solved without reaching "
+                            "names indirectly")
+    return ""
+
+
+def _run_test(source: str, imports: str, session, solution: list[str] = ()) -> tuple[bool, str]:
+    """Run one course test cell here; (passed, message). The student's names are stand-ins;
+    ``solution`` is the exercise's source, held to the rules its checkers state."""
+    from .sandbox import SandboxError, _ModuleName
+
+    shown: list = []
+    namespace: dict = {"__name__": "__course_test__"}
+    exec(compile(imports, "<course imports>", "exec"), namespace)  # noqa: S102 - course code
+    namespace["display"] = lambda *objects, **_: shown.extend(objects)
+    checks = [value for value in namespace.values()  # the checkers this test cell calls
+              if hasattr(value, "forbidden") and getattr(value, "__name__", "?") in source]
+    broken = _rule_broken(list(solution), checks)
+    if broken:
+        return False, f"the solution breaks the exercise's rule: {broken}"
+    try:
+        for name in _free_names(source):
+            if name in namespace or hasattr(builtins, name):
+                continue
+            try:
+                value = session.lookup(name)
+            except NameError:
+                continue  # the cell's NameError says it
+            if isinstance(value, _ModuleName):
+                try:
+                    value = importlib.import_module(value.name)  # the grader's own module
+                except ImportError:
+                    continue
+            namespace[name] = value
+        exec(compile(source, "<course test cell>", "exec"), namespace)  # noqa: S102
+    except BaseException as error:  # an assert, a NameError, the sandbox's end, ...
+        failed = [str(item) for item in shown if getattr(item, "passed", True) is False]
+        if failed:  # the first check that failed says the most (e.g. "timed out")
+            return False, clean_text(failed[0])
+        if isinstance(error, SandboxError):
+            return False, str(error)
+        if isinstance(error, AssertionError):
+            return False, clean_text(str(error) or "an assert of the hidden tests failed")
+        return False, clean_text(f"{type(error).__name__}: {error}")
+    results = [str(item) for item in shown if hasattr(item, "passed")]
+    return True, results[0] if results else "hidden tests passed"
+
+
+_STUDENT_CHECKS: dict[str, Path] = {}
+
+
+def _student_checks() -> Path:
+    """The sandbox's stand-in for lectures_lib.checks, written once per grading process."""
+    if "path" not in _STUDENT_CHECKS:
+        from .sandbox import student_checks
+
+        folder = tempfile.mkdtemp(prefix="lectures-student-checks-")
+        os.chmod(folder, 0o755)
+        _STUDENT_CHECKS["path"] = student_checks(Path(folder) / "checks")
+    return _STUDENT_CHECKS["path"]
+
+
+def _check_sandbox(sandbox: object) -> bool:
+    if not isinstance(sandbox, bool):
+        raise TypeError(f"sandbox must be a bool, got {type(sandbox).__name__} ({sandbox!r:.40})")
+    if sandbox:
+        from .sandbox import sandbox_problem
+
+        problem = sandbox_problem()
+        if problem:
+            raise SandboxRefused(
+                f"refusing to grade without a sandbox: {problem}. Student code would run with "
+                "your rights and could read or change the course, the gradebook and the other "
+                "submissions. Install bubblewrap, or grade inside a throwaway container or VM "
+                "with --no-sandbox (sandbox=False)")
+    return sandbox
 
 
 def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
+    text = " ".join(clean_text(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
-                     course: Path = COURSE_NOTEBOOKS) -> dict:
+                     course: Path = COURSE_NOTEBOOKS, notebook: str | None = None,
+                     sandbox: bool = True) -> dict:
     """Grade one submitted notebook; returns the report (see the module docstring).
 
     ``{"submission", "notebook", "score", "max_score", "manual_max_score", "error",
     "exercises": [{"id", "title", "points", "max_points", "passed", "manual", "message"}]}``;
-    ``passed`` is None for a written answer (graded by hand).
+    ``passed`` is None for a written answer (graded by hand). ``notebook`` names the assignment
+    (a course notebook's name); ``sandbox=False`` runs the submission without a sandbox (only in
+    a throwaway machine); with ``sandbox=True`` and none available it raises
+    :class:`SandboxRefused`.
     """
     import nbformat
 
     path = check_path(path, "path")
     timeout, course = _check_options(timeout, course)
-    submission, error = None, ""
+    if notebook is not None and not isinstance(notebook, str):
+        raise TypeError(f"notebook must be a course notebook's name (str) or None, got "
+                        f"{type(notebook).__name__}")
+    sandbox = _check_sandbox(sandbox)
+    report = {"submission": clean_text(path), "notebook": None, "score": 0.0, "max_score": 0.0,
+              "manual_max_score": 0.0, "error": "", "exercises": []}
+    submission = None
     try:
         submission = nbformat.read(path, as_version=4)
+        if not isinstance(getattr(submission, "cells", None), list):
+            raise ValueError("it has no list of cells")
     except Exception as problem:  # garbage, empty file, not JSON, not a notebook, missing
-        error = f"cannot read the submission ({type(problem).__name__}: {_short(str(problem), 160)})"
-    course_path = _match_course(path, submission, Path(course))
-    report = {"submission": str(path), "notebook": course_path.name if course_path else None,
-              "score": 0.0, "max_score": 0.0, "manual_max_score": 0.0, "error": error,
-              "exercises": []}
+        submission = None
+        report["error"] = (f"cannot read the submission ({type(problem).__name__}: "
+                           f"{_short(str(problem), 160)})")
+    course_path, refused = _assignment(path, submission, course, notebook)
     if course_path is None:
-        report["error"] = error or "no course notebook matches this submission"
+        report["error"] = report["error"] or refused
         return report
+    report["notebook"] = course_path.name
     course_nb = annotate_notebook(nbformat.read(course_path, as_version=4), course_path.stem)
     entries = _entries(course_nb, course_path.stem)
     results: dict[str, tuple[bool, str]] = {}
-    if submission is not None:
+    if refused:
+        report["error"] = refused
+    elif submission is not None:
         try:
-            run, missing = _grading_copy(submission, course_nb, entries)
-        except Exception as problem:
-            run, missing = None, {}
-            report["error"] = f"cannot build the grading copy ({_short(str(problem), 160)})"
-        for grade_id, reason in missing.items():
-            results[grade_id] = (False, reason)
-        if run is not None:
-            graded, note = _execute(run, timeout)
-            if not note and any(c.metadata.get("lectures_stopped") for c in graded.cells):
-                note = (f"a cell ran into the time limit of {timeout:g} s for the submission "
-                        "and was interrupted (an endless loop or a sleep at the top level?)")
-            if note:
-                report["error"] = _short(note)
-            for cell in graded.cells:
-                grade_id = cell.metadata.get("lectures_grade_id")
-                if not grade_id:
-                    continue
-                if not cell.metadata.get("lectures_ran"):
-                    results[grade_id] = (False, "not run: " + (
-                        note or f"the time limit of {timeout:g} s was used up before this cell"))
-                    continue
-                shown, errors = _text(cell.outputs)
-                if errors:
-                    results[grade_id] = (False, _short(errors[-1]))
-                else:
-                    results[grade_id] = (True, _short(shown[0] if shown else "hidden tests passed"))
+            results = _grade_tests(submission, course_nb, entries, timeout, sandbox, report)
+        except Exception as problem:  # anything odd in one file: this report, not the batch
+            report["error"] = f"cannot grade the submission ({type(problem).__name__}: " \
+                              f"{_short(str(problem), 160)})"
+    _fill_rows(report, entries, results, submission)
+    return report
+
+
+def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> dict:
+    from .sandbox import SandboxError, Session
+
+    cells, tests, missing = _plan(submission, course_nb, entries)
+    results = {grade_id: (False, reason) for grade_id, reason in missing.items()}
+    if not tests:
+        return results
+    imports = _course_imports(course_nb)
+    deadline = time.monotonic() + timeout
+    call_timeout = max(1.0, min(10.0, timeout / 10))
+    with Session(cells, _student_checks(), deadline=deadline, sandbox=sandbox,
+                 call_timeout=call_timeout) as session:
+        session.start()
+        cell_errors: list = []
+        for position, grade_id, source in tests:
+            try:
+                if session.dead_reason and time.monotonic() < deadline and session.ran:
+                    session.close()  # a call ran out of time: a fresh run for the next test
+                    session.start()
+                if session.ran < position or session.ran == 0:
+                    cell_errors += session.run_until(position)
+            except SandboxError as error:
+                results[grade_id] = (False, "not run: " + str(error))
+                report["error"] = report["error"] or _short(str(error))
+                continue
+            previous = max([p for p, _, _ in tests if p < position], default=0)
+            passed, message = _run_test(source, imports, session, cells[previous:position])
+            if not passed and cell_errors:
+                index, problem = cell_errors[0]
+                message += f" (cell {index + 1} of your exercises raised {problem})"
+            results[grade_id] = (passed, _short(message))
+    return results
+
+
+def _fill_rows(report, entries, results, submission) -> None:
     for entry in entries:
-        row = {"id": entry["id"], "title": entry["title"], "max_points": entry["max_points"],
-               "points": 0.0, "passed": None, "manual": not entry["tests"], "message": ""}
+        row = {"id": entry["id"], "title": clean_text(entry["title"]),
+               "max_points": entry["max_points"], "points": 0.0, "passed": None,
+               "manual": not entry["tests"], "message": ""}
         if entry["tests"]:
             share = entry["max_points"] / len(entry["tests"])
             outcomes = [results.get(gid, (False, report["error"] or "not graded"))
@@ -312,24 +466,23 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
             report["score"] += row["points"]
         else:
             answers = [c for c in (submission.cells if submission is not None else [])
-                       if c.metadata.get("nbgrader", {}).get("grade_id") in entry["answers"]]
-            answer = " ".join(" ".join(c.source.split())[-160:] for c in answers)
-            row["message"] = "graded by hand; the answer cell ends: " + (
-                answer or "(no answer cell found)")
+                       if _grade_id(c) in entry["answers"]]
+            try:
+                answer = " ".join(" ".join(_source_text(c).split())[-160:] for c in answers)
+            except ValueError:
+                answer = ""
+            row["message"] = _short("graded by hand; the answer cell ends: " + (
+                answer or "(no answer cell found)"), 400)
             report["manual_max_score"] += entry["max_points"]
         report["exercises"].append(row)
-    return report
 
 
-def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
-                course: Path = COURSE_NOTEBOOKS) -> tuple[list[dict], bool]:
-    """Grade every notebook given or found in a given folder. Returns (reports, any_folder)."""
-    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, (list, tuple)):
-        raise TypeError(f"paths must be a list of paths, got {type(paths).__name__} ({paths!r:.60})")
-    if not paths:
-        raise ValueError("paths must name at least one notebook or folder, got an empty list")
-    paths = [check_path(path, f"paths[{i}]") for i, path in enumerate(paths)]
-    timeout, course = _check_options(timeout, course)
+# --------------------------------------------------------------------------------------------
+# A class: every submission in its own grading process, in parallel
+# --------------------------------------------------------------------------------------------
+
+
+def _find(paths) -> tuple[list[Path], bool]:
     found, any_folder = [], False
     for path in paths:
         if path.is_dir():
@@ -337,13 +490,85 @@ def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
             found += sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
         else:
             found.append(path)
-    return [grade_submission(p, timeout=timeout, course=course) for p in found], any_folder
+    return found, any_folder
+
+
+def _failed_report(path: Path, reason: str) -> dict:
+    return {"submission": clean_text(path), "notebook": None, "score": 0.0, "max_score": 0.0,
+            "manual_max_score": 0.0, "error": _short(reason), "exercises": []}
+
+
+def _grade_in_child(path: Path, timeout: float, course: Path, notebook: str | None,
+                    sandbox: bool) -> dict:
+    """One submission in a fresh grading process (the course's code only), as JSON."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               LECTURES_CHECK_TIMEOUT=str(max(1.0, min(10.0, timeout / 10))),
+               LECTURES_TRAIN_TIMEOUT=str(max(1.0, timeout / 2)))
+    command = [sys.executable, "-m", "lectures_lib.tooling.grading", "_one", str(path),
+               "--timeout", str(timeout), "--course", str(course)]
+    command += ["--notebook", notebook] if notebook else []
+    command += [] if sandbox else ["--no-sandbox"]
+    with tempfile.TemporaryFile() as out:
+        try:
+            process = subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL, env=env,
+                                     timeout=timeout + 120, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return _failed_report(path, f"grading ran past {timeout + 120:g} s and was stopped")
+        out.seek(0)
+        text = out.read(4 * 2**20).decode(errors="replace")
+    try:
+        report = json.loads(text.strip().splitlines()[-1])
+        _check_report(report)
+        return report
+    except (ValueError, IndexError, TypeError):
+        return _failed_report(path, f"the grading process failed (exit status "
+                                    f"{process.returncode})")
+
+
+def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
+                course: Path = COURSE_NOTEBOOKS, notebook: str | None = None,
+                sandbox: bool = True, jobs: int | None = None,
+                progress: bool = False) -> tuple[list[dict], bool]:
+    """Grade every notebook given or found in a given folder, ``jobs`` at a time (default: the
+    cores there are). Returns (reports in the order found, any_folder)."""
+    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, (list, tuple)):
+        raise TypeError(f"paths must be a list of paths, got {type(paths).__name__} ({paths!r:.60})")
+    if not paths:
+        raise ValueError("paths must name at least one notebook or folder, got an empty list")
+    paths = [check_path(path, f"paths[{i}]") for i, path in enumerate(paths)]
+    timeout, course = _check_options(timeout, course)
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an int >= 1, got {jobs!r}")
+    sandbox = _check_sandbox(sandbox)
+    found, any_folder = _find(paths)
+    reports: list[dict | None] = [None] * len(found)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(found), desc="grading", unit="submission", file=sys.stderr)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_grade_in_child, path, timeout, course, notebook, sandbox): i
+                   for i, path in enumerate(found)}
+        for future in concurrent.futures.as_completed(futures):
+            index = futures[future]
+            try:
+                reports[index] = future.result()
+            except Exception as error:  # never lose the batch for one submission
+                reports[index] = _failed_report(found[index], f"{type(error).__name__}: {error}")
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return [report for report in reports if report is not None], any_folder
 
 
 def format_table(report: dict) -> str:
     """A per-exercise table for a terminal."""
     _check_report(report)
-    lines = [f"{report['submission']} ({report['notebook'] or 'unknown notebook'}): "
+    lines = [f"{clean_text(report['submission'])} ({report['notebook'] or 'unknown notebook'}): "
              f"{report['score']:g} / {report['max_score']:g} automatic points"
              + (f", + {report['manual_max_score']:g} graded by hand"
                 if report["manual_max_score"] else "")]
@@ -354,7 +579,7 @@ def format_table(report: dict) -> str:
         passed = "hand" if row["manual"] else ("yes" if row["passed"] else "no")
         points = f"{row['points']:g}/{row['max_points']:g}"
         lines.append(f"  {row['id']:<30} {points:>9}  {passed:<6}  {_short(row['message'], 160)}")
-    return "\n".join(lines)
+    return "\n".join(clean_text(line) for line in lines)
 
 
 def format_csv(reports: list[dict]) -> str:
@@ -375,9 +600,37 @@ def format_csv(reports: list[dict]) -> str:
     for report in reports:
         points = {row["id"]: ("hand" if row["manual"] else f"{row['points']:g}")
                   for row in report["exercises"]}
-        writer.writerow([report["submission"], report["notebook"] or "", f"{report['score']:g}",
+        writer.writerow([clean_text(report["submission"]), report["notebook"] or "",
+                         f"{report['score']:g}",
                          f"{report['max_score']:g}", f"{report['manual_max_score']:g}",
-                         *(points.get(c, "") for c in columns), report["error"]])
+                         *(points.get(c, "") for c in columns), clean_text(report["error"])])
+    return buffer.getvalue()
+
+
+def format_nbgrader_csv(reports: list[dict], assignment: str | None = None) -> str:
+    """The grades in the shape of ``nbgrader export``'s CSV (one row per submission).
+
+    Columns ``assignment, duedate, timestamp, student_id, last_name, first_name, email,
+    raw_score, late_submission_penalty, score, max_score``; the student id is the submission's
+    file name up to the first ``_`` (``alice_05_transformer_decoder.ipynb`` -> ``alice``), the
+    assignment the course notebook (or ``assignment``). Automatic points only, as nbgrader's
+    autograde before manual grading.
+    """
+    if not isinstance(reports, (list, tuple)):
+        raise TypeError(f"reports must be a list of report dicts, got {type(reports).__name__}")
+    for i, report in enumerate(reports):
+        _check_report(report, f"reports[{i}]")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["assignment", "duedate", "timestamp", "student_id", "last_name",
+                     "first_name", "email", "raw_score", "late_submission_penalty", "score",
+                     "max_score"])
+    for report in reports:
+        name = Path(clean_text(report["submission"])).name
+        student = name.split("_")[0] if "_" in name else Path(name).stem
+        course = assignment or Path(report["notebook"] or "").stem
+        writer.writerow([course, "", "", student, "", "", "", f"{report['score']:g}", "0.0",
+                         f"{report['score']:g}", f"{report['max_score']:g}"])
     return buffer.getvalue()
 
 
@@ -385,48 +638,85 @@ def to_json(report: dict) -> str:
     return json.dumps(report, ensure_ascii=False)
 
 
+
 def _grade_main(args) -> int:
     try:
-        reports, any_folder = grade_paths(args.submissions, timeout=args.timeout)
+        reports, any_folder = grade_paths(args.submissions, timeout=args.timeout,
+                                          course=args.course, notebook=args.notebook,
+                                          sandbox=not args.no_sandbox, jobs=args.jobs,
+                                          progress=not args.quiet)
+    except SandboxRefused as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except (TypeError, ValueError) as error:  # e.g. --timeout 0: the message says what is wrong
         print(f"error: {error}", file=sys.stderr)
         return 2
     if not reports:
         print("error: no submissions found", file=sys.stderr)
         return 1
-    if args.json:
+    if args.format == "json":
         for report in reports:
             print(to_json(report), flush=True)
-    elif any_folder:
+    elif args.format == "nbgrader-csv":
+        print(format_nbgrader_csv(reports), end="")
+    elif args.format == "csv" or (args.format is None and any_folder):
         print(format_csv(reports), end="")
     else:
         print("\n\n".join(format_table(report) for report in reports))
     return 0
 
 
+def _one_main(argv: list[str]) -> int:
+    """Internal: grade one submission in this (trusted) process, print its report as JSON."""
+    parser = argparse.ArgumentParser(prog="python -m lectures_lib.tooling.grading _one")
+    parser.add_argument("submission", type=Path)
+    parser.add_argument("--timeout", type=float, required=True)
+    parser.add_argument("--course", type=Path, required=True)
+    parser.add_argument("--notebook", default=None)
+    parser.add_argument("--no-sandbox", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        report = grade_submission(args.submission, timeout=args.timeout, course=args.course,
+                                  notebook=args.notebook, sandbox=not args.no_sandbox)
+    except Exception as error:
+        report = _failed_report(args.submission, f"{type(error).__name__}: {error}")
+    sys.stdout.write("\n" + to_json(report) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m lectures_lib grade SUBMISSION ...`` (and the grader's internal ``_execute``)."""
+    """``python -m lectures_lib grade SUBMISSION ...`` (and the grader's internal ``_one``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["_execute"]:  # internal: the grade command's child
-        execute = argparse.ArgumentParser(prog="python -m lectures_lib.tooling.grading _execute")
-        execute.add_argument("notebook", type=Path)
-        execute.add_argument("out", type=Path)
-        execute.add_argument("--timeout", type=float, required=True)
-        args = execute.parse_args(argv[1:])
-        _run_in_child(args.notebook, args.out, args.timeout)
-        return 0
+    if argv[:1] == ["_one"]:
+        return _one_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m lectures_lib grade",
-        description="Run each submission's exercises in a fresh kernel under a time limit, with "
-        "the course's own test cells (hidden tests included); print a per-exercise table, one "
-        "JSON object per submission (--json), or a CSV gradebook when a folder is given.",
+        description="Grade submitted notebooks against the course's hidden tests. Each "
+        "submission's exercise cells run in a sandbox (bubblewrap); the course's test cells run "
+        "in the grader and call the submission's functions across the process boundary. Prints "
+        "a per-exercise table, JSON lines (--format json), or a CSV gradebook (a folder, or "
+        "--format csv; --format nbgrader-csv: nbgrader's export shape).",
     )
     parser.add_argument("submissions", type=Path, nargs="+",
                         help="submitted notebooks, or folders of them")
-    parser.add_argument("--json", action="store_true",
-                        help="one JSON object per submission, one per line")
+    parser.add_argument("--notebook", default=None,
+                        help="the assignment, e.g. 05_transformer_decoder (default: recognised "
+                        "from each submission's exercise ids, else its file name)")
+    parser.add_argument("--course", type=Path, default=COURSE_NOTEBOOKS,
+                        help="the folder of the course's notebooks (default: notebooks/ of the "
+                        "clone; needed when lectures_lib is installed without the repository)")
+    parser.add_argument("--format", choices=["table", "json", "csv", "nbgrader-csv"],
+                        default=None, help="output (default: table; csv for a folder)")
+    parser.add_argument("--json", action="store_const", const="json", dest="format",
+                        help="the same as --format json")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds for each submission (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="submissions graded at once (default: the cores there are)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="grade even where no sandbox can be made (UNSAFE: the students' "
+                        "code runs with your rights; only in a throwaway container or VM)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return _grade_main(parser.parse_args(argv))
 
 

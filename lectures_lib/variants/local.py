@@ -20,13 +20,6 @@ from .patterns import local_mask
 __all__ = ["local_attention", "band_to_dense", "LocalAttention"]
 
 
-def _neighbours(x: torch.Tensor, window: int) -> torch.Tensor:
-    """``(..., n, d)`` -> ``(..., n, d, 2 * window + 1)``: slot o of row i holds x[i - window + o]
-    (zeros where that position falls outside the sequence)."""
-    padded = F.pad(x, (0, 0, window, window))  # (..., n + 2w, d): w zero rows on each side
-    return padded.unfold(-2, 2 * window + 1, 1)  # (..., n, d, 2w + 1): a sliding view, no copy
-
-
 @validated(_validate.local_attention)
 def local_attention(
     q: torch.Tensor,
@@ -45,10 +38,13 @@ def local_attention(
         \alpha'_{i,\cdot} = \operatorname{softmax}_{|i - j| \le w}
         \Big(\frac{q_i \cdot k_j}{\sqrt{d_k}}\Big)
 
-    The same result as ``scaled_dot_product_attention(q, k, v, local_mask(n, window))``, but each
-    query only ever meets its :math:`2w + 1` neighbours: the keys and values are padded by
-    :math:`w` on both sides and cut into sliding windows, so the scores have shape
-    ``(..., n, 2w + 1)`` and memory is :math:`O(N \cdot w \cdot d)` instead of :math:`O(N^2)`.
+    The same result as ``scaled_dot_product_attention(q, k, v, local_mask(n, window))``, computed
+    in **blocks**: the queries are cut into blocks of :math:`b = \max(w, 1)`, and every key that
+    block :math:`c` may see lies in key blocks :math:`c - 1, c, c + 1`. So each block computes one
+    ``b x 3b`` score matrix against *views* of the keys (padded once by one block on each side):
+    scores ``(..., N / b, b, 3b)``, about :math:`3 N w` numbers, and no per-query copies of the
+    neighbours (sliding windows with ``unfold`` would copy the keys :math:`2w + 1` times inside
+    the product). Memory :math:`O(N (w + d))` instead of :math:`O(N^2)`.
     A ``window >= n - 1`` is treated as ``n - 1`` (that already covers every key).
 
     Args:
@@ -71,33 +67,44 @@ def local_attention(
 
     Derived in ``06_attention_variants.ipynb``.
     """
-    n = q.shape[-2]
+    n, d_k = q.shape[-2], q.shape[-1]
+    lead = q.shape[:-2]
     if n == 0:  # an empty sequence: nothing to attend to, nothing to return
         empty_weights = q.new_zeros(*q.shape[:-1], 1)  # (..., 0, 1)
         return (v.clone(), empty_weights) if need_weights else v.clone()
     window = min(window, n - 1)  # a wider window adds only padding slots
-    d_k = q.shape[-1]
+    b = max(window, 1)  # block size: every key of query block c lies in key blocks c - 1, c, c + 1
+    n_blocks = -(-n // b)
+    pad = n_blocks * b - n
+    queries = F.pad(q, (0, 0, 0, pad)).reshape(*lead, n_blocks, b, d_k)  # (..., nb, b, d_k)
+    keys = F.pad(k, (0, 0, b, b + pad)).reshape(*lead, n_blocks + 2, b, d_k)  # one zero block each side
+    values = F.pad(v, (0, 0, b, b + pad)).reshape(*lead, n_blocks + 2, b, v.shape[-1])
+    near = [slice(s, s + n_blocks) for s in range(3)]  # padded blocks c, c + 1, c + 2: views
+    scores = torch.cat(
+        [queries @ keys[..., s, :, :].transpose(-2, -1) for s in near], dim=-1
+    ) / math.sqrt(d_k)  # (..., nb, b, 3b)
 
-    keys = _neighbours(k, window)  # (..., n, d_k, 2w + 1)
-    values = _neighbours(v, window)  # (..., n, d_v, 2w + 1)
-    queries = (q / math.sqrt(d_k)).unsqueeze(-2)  # (..., n, 1, d_k)
-    scores = (queries @ keys).squeeze(-2)  # (..., n, 2w + 1): q_i . k_{i-w+o} / sqrt(d_k)
-
-    # Slot o of query i is key j = i - w + o; slots with j < 0 or j >= n are padding.
-    key_index = torch.arange(n, device=q.device)[:, None] + torch.arange(
-        -window, window + 1, device=q.device
-    )  # (n, 2w + 1)
-    allowed = (key_index >= 0) & (key_index < n)  # (n, 2w + 1)
-    if key_mask is not None:
-        # The same sliding view of the key mask: slot o of row i says whether key i - w + o counts.
-        padded = F.pad(key_mask.to(q.device), (window, window), value=False)  # (..., n + 2w)
-        allowed = allowed & padded.unfold(-1, 2 * window + 1, 1)  # (..., n, 2w + 1)
-    band_weights = masked_softmax(scores, allowed)  # (..., n, 2w + 1), rows sum to 1 (or 0)
+    # Query i = c b + r meets key j = (c - 1) b + t: allowed when |r + b - t| <= w and 0 <= j < n.
+    r = torch.arange(b, device=q.device)[:, None]  # (b, 1)
+    t = torch.arange(3 * b, device=q.device)[None, :]  # (1, 3b)
+    j = torch.arange(n_blocks, device=q.device)[:, None, None] * b - b + t  # (nb, 1, 3b)
+    allowed = ((r + b - t).abs() <= window) & (j >= 0) & (j < n)  # (nb, b, 3b)
+    if key_mask is not None:  # the same blocks of the key mask
+        padded = F.pad(key_mask.to(q.device), (b, b + pad), value=False)  # (..., (nb + 2) b)
+        blocks = padded.reshape(*padded.shape[:-1], n_blocks + 2, b)  # (..., nb + 2, b)
+        seen = torch.cat([blocks[..., s, :] for s in near], dim=-1)  # (..., nb, 3b)
+        allowed = allowed & seen[..., :, None, :]  # (..., nb, b, 3b)
+    weights = masked_softmax(scores, allowed)  # (..., nb, b, 3b), rows sum to 1 (or 0)
     if dropout_p > 0.0:
-        band_weights = F.dropout(band_weights, p=dropout_p)
-
-    out = (values @ band_weights.unsqueeze(-1)).squeeze(-1)  # (..., n, d_v): sum_o w_o v_{i-w+o}
-    return (out, band_weights) if need_weights else out
+        weights = F.dropout(weights, p=dropout_p)
+    out = sum(weights[..., i * b : (i + 1) * b] @ values[..., s, :, :] for i, s in enumerate(near))
+    out = out.reshape(*lead, n_blocks * b, v.shape[-1])[..., :n, :]  # (..., n, d_v)
+    if not need_weights:
+        return out
+    # Band slot o of row r is block column r + b - w + o.
+    slots = r + b - window + torch.arange(2 * window + 1, device=q.device)  # (b, 2w + 1)
+    band = weights.gather(-1, slots.expand(*weights.shape[:-1], 2 * window + 1))  # (.., nb, b, 2w+1)
+    return out, band.reshape(*lead, n_blocks * b, 2 * window + 1)[..., :n, :]
 
 
 @validated(_validate.band_to_dense)

@@ -313,10 +313,16 @@ def test_training_checkers_reject_an_untrained_model(check, classes):
     assert not result.passed and result.mistake in ("at_chance", "below_target"), result
 
 
-def test_training_checkers_accept_a_perfect_model_and_train_once():
+def test_training_checkers_refuse_a_hand_written_rule_and_train_once():
+    """A perfect answer that no trained weights produce (a rule in a module, or a plain
+    function) is not a trained model; the hidden check reuses what the training returned."""
     from lectures_lib.checks.trained import SKIP_FLIP_PAD_ID
 
     class Oracle(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.unused = torch.nn.Linear(2, 2)  # weights that play no part in the answer
+
         def forward(self, tokens):
             flips = torch.zeros(*tokens.shape, dtype=torch.long)
             flips[:, 2:] = (tokens[:, 2:] != tokens[:, :-2]).long()
@@ -329,12 +335,32 @@ def test_training_checkers_accept_a_perfect_model_and_train_once():
         calls.append(1)
         return Oracle()
 
-    assert check_skip_flip_model(train).passed
-    assert check_skip_flip_model(train, hidden=True).passed
+    for hidden in (False, True):
+        result = check_skip_flip_model(train, hidden=hidden)
+        assert not result.passed and result.mistake == "not_a_model", result
+        assert "weights shuffled" in result.message, result
     assert len(calls) == 1, "the hidden check reuses the trained model"
-    assert check_sort_tagger(lambda t: F.one_hot(t.sort(-1).values, 8).float()).passed
-    assert check_reverse_translator(lambda src: src.flip(-1)).passed
-    assert check_reverse_translator(lambda src: src).mistake in ("at_chance", "below_target")
+    sorter = check_sort_tagger(lambda t: F.one_hot(t.sort(-1).values, 8).float())
+    assert sorter.mistake == "not_a_model", sorter
+    assert check_reverse_translator(lambda src: src.flip(-1)).mistake == "not_a_model"
+
+
+def test_the_shuffled_weights_are_put_back():
+    """The check shuffles the weights to test that they matter, then restores them."""
+    from lectures_lib.checks.trained import _weights_do_the_work
+
+    model = torch.nn.Linear(3, 3)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    seen = []
+
+    def score():
+        seen.append(model.weight.detach().clone())
+        return 0.0
+
+    _weights_do_the_work(model, score, 0.9, "accuracy")
+    assert not torch.equal(seen[0], before["weight"]), "the score was taken with shuffled weights"
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, before[name]), name
 
 
 def test_a_training_function_that_hangs_times_out():

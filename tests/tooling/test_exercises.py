@@ -31,6 +31,8 @@ from lectures_lib.tooling.exercises import (
     END_SOLUTION,
     MARKDOWN_STUB,
     MarkerError,
+    exercise_cells,
+    find_exercises,
     find_regions,
     main,
     release_notebook,
@@ -158,6 +160,8 @@ def assert_valid_student_version(original, student, name: str) -> None:
     assert len(student.cells) == len(original.cells), f"{name}: cells must keep their indices"
     inside, outside, solution_cells = _inside_and_outside(original)
     marked = {index for index, cell in enumerate(original.cells) if find_regions(cell.source)}
+    # every code cell of the exercise section: a prediction's stored output is its answer
+    section = set(exercise_cells(original)) if find_exercises(original) else set()
     released = Counter(line for cell in student.cells for line in _stripped(cell.source))
     for line in inside:
         if line in (CODE_STUB, MARKDOWN_STUB):
@@ -169,7 +173,7 @@ def assert_valid_student_version(original, student, name: str) -> None:
         where = f"{name}, cell {index}"
         assert after.cell_type == before.cell_type, where
         assert not MARKERS & set(_stripped(after.source)), f"{where}: a marker is left"
-        if after.cell_type == "code" and index in marked:
+        if after.cell_type == "code" and (index in marked or index in section):
             assert after.outputs == [] and after.execution_count is None, f"{where}: outputs kept"
         elif after.cell_type == "code":
             assert after.outputs == before.outputs, f"{where}: a teaching output was lost"
@@ -567,3 +571,20 @@ def test_cli_releases_the_real_notebooks(tmp_path, capsys):
         student = nbformat.read(tmp_path / path.name, as_version=4)
         original = nbformat.read(path, as_version=4)
         assert_valid_student_version(original, student, path.stem)
+
+
+@pytest.mark.parametrize("path", _exercise_notebooks())
+def test_student_versions_show_no_answer_to_predict(path):
+    """Every code cell of the exercise section starts empty in the student version (a "predict,
+    then run" cell's stored output would be the answer); the lecture above keeps its outputs."""
+    original = nbformat.read(path, as_version=4)
+    student = release_notebook(original, path.stem)
+    section = exercise_cells(original)
+    assert section, f"{path.stem}: no exercise section found"
+    assert any(original.cells[i].outputs for i in section), "nothing to strip: a vacuous test"
+    for index in section:
+        assert student.cells[index].outputs == [], f"{path.stem}, cell {index}: an output is kept"
+    lecture = [i for i, cell in enumerate(original.cells)
+               if cell.cell_type == "code" and i < min(section) and cell.outputs]
+    assert lecture and all(student.cells[i].outputs == original.cells[i].outputs
+                           for i in lecture), f"{path.stem}: a teaching output was lost"

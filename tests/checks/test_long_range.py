@@ -1,0 +1,75 @@
+"""lectures_lib.checks.long_range: the binding-task checker passes a model that binds each value
+to its key, and names a content-blind model and an undertrained one."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from lectures_lib.checks.long_range import check_binding_model
+from lectures_lib.data import binding_tokens
+
+IDS = binding_tokens()
+
+
+def oracle(tokens, *, first_half=True):
+    """Logits from the definition: the value of the asked key's pair in the first half."""
+    batch, n = tokens.shape
+    asked = tokens[:, -1] - IDS["query"].start  # (batch,)
+    is_pair = (tokens >= IDS["pair"].start) & (tokens < IDS["pair"].stop)
+    offset = (tokens - IDS["pair"].start).clamp_min(0)
+    key, value = offset.div(4, rounding_mode="floor"), offset % 4
+    half = torch.arange(n) < n // 2 if first_half else torch.arange(n) >= n // 2
+    hit = is_pair & (key == asked[:, None]) & half  # (batch, n)
+    where = hit.float().argmax(-1)  # the first hit (first half: the only one)
+    answer = value.gather(1, where[:, None])[:, 0]
+    logits = F.one_hot(answer, 4).float()[:, None].expand(batch, n, 4)
+    return logits.clone()
+
+
+def bag(tokens):
+    """A function of the multiset of tokens (and the query): content-blind."""
+    counts = F.one_hot(tokens, IDS["pair"].stop).sum(1).float()  # (batch, vocab)
+    answer = (counts @ torch.arange(IDS["pair"].stop).float() + tokens[:, -1]).long() % 4
+    return F.one_hot(answer, 4).float()[:, None].expand(*tokens.shape, 4).clone()
+
+
+def test_accepts_a_model_that_binds():
+    assert check_binding_model(oracle).passed
+    assert check_binding_model(oracle, hidden=True).passed
+
+
+def test_names_a_content_blind_model():
+    result = check_binding_model(bag)
+    assert not result.passed and result.mistake == "content_blind", str(result)
+
+
+def test_names_distractor_readers_and_bad_outputs():
+    # reads a distractor (second half): one of the 3 wrong values, below chance, not content-blind
+    result = check_binding_model(lambda t: oracle(t, first_half=False))
+    assert not result.passed and result.mistake in ("at_chance", "below_target"), str(result)
+
+    def half_right(tokens):
+        logits = oracle(tokens)
+        logits[::2] = logits[::2].roll(1, -1)  # every other answer wrong
+        return logits
+
+    result = check_binding_model(half_right)
+    assert not result.passed and result.mistake == "below_target", str(result)
+    result = check_binding_model(lambda t: oracle(t)[..., :3])
+    assert not result.passed and result.mistake == "wrong_shape", str(result)
+
+
+def test_a_training_function_is_called_once_and_may_return_a_module():
+    calls = []
+
+    class Oracle(torch.nn.Module):
+        def forward(self, tokens):
+            return oracle(tokens)
+
+    def train():
+        calls.append(1)
+        return Oracle()
+
+    assert check_binding_model(train).passed and check_binding_model(train, hidden=True).passed
+    assert calls == [1]
