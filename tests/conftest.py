@@ -34,3 +34,11 @@ settings.register_profile(
     "thorough", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium (tests/browser_helpers.py); skips or fails as the helpers say."""
+    from .browser_helpers import launch, require_playwright
+
+    yield from launch(require_playwright())

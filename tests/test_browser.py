@@ -20,7 +20,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,29 +34,12 @@ import pytest
 
 from lectures_lib.tooling.lab import NOTEBOOKS, ROOT
 
-CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
-LAUNCH_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
+from .browser_helpers import only_local, require_playwright
+
 NOTEBOOK = NOTEBOOKS / "01_self_attention.ipynb"
 FIRST_CELLS = 6  # cells 0-5 of 01: three code cells (imports, one-hot words with a plot, frames)
 
-if not CHROMIUM.exists():
-    reason = "Chromium not found: install Debian's package with `apt-get install chromium`"
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{reason} (.ci/run installs it; CI must run the browser tests)")
-    pytest.skip(reason, allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[dev]'")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield chromium
-        chromium.close()
+sync_api = require_playwright()
 
 
 @contextlib.contextmanager
@@ -189,17 +171,6 @@ def built_site(tmp_path_factory):
     return out
 
 
-def _only_local(page, refused):
-    def only_local(route):
-        if route.request.url.split(":", 1)[0] in ("file", "data", "about", "blob"):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", only_local)
-
-
 def _wait_for_math(page):
     page.wait_for_function(
         "window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0 "
@@ -212,15 +183,7 @@ def test_site_page_shows_typeset_math_and_a_stored_plot(browser, built_site):
     tmp_path = built_site.parent
     page = browser.new_page(viewport={"width": 1200, "height": 900})
     refused = []
-
-    def only_local(route):
-        if route.request.url.split(":", 1)[0] in ("file", "data", "about", "blob"):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", only_local)
+    only_local(page, refused)
     with screenshot_on_failure(page, "site"):
         page.goto((tmp_path / "site" / "01_self_attention.html").as_uri())
         page.wait_for_function(
@@ -258,7 +221,7 @@ def test_chinese_site_page_shows_chinese_text_and_typeset_math(browser, built_si
     assert chinese.is_file(), "make site wrote no zh-Hans/01_self_attention.html"
     page = browser.new_page(viewport={"width": 1200, "height": 900})
     refused = []
-    _only_local(page, refused)
+    only_local(page, refused)
     with screenshot_on_failure(page, "site-zh"):
         page.goto(chinese.as_uri())
         _wait_for_math(page)

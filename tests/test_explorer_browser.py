@@ -5,48 +5,20 @@ site's page of notebook 04 as well as in a page of its own."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
 import torch
 
 from lectures_lib.explorer import AttentionExplorer, AttentionView
 
-CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from .browser_helpers import only_local, require_playwright
 
-if not CHROMIUM.exists():
-    reason = "Chromium not found: install Debian's package with `apt-get install chromium`"
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{reason} (.ci/run installs it; CI must run the browser tests)")
-    pytest.skip(reason, allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[dev]'")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield chromium
-        chromium.close()
+sync_api = require_playwright()
 
 
 def _offline_page(browser, **options):
     page = browser.new_page(**options)
     refused = []
-
-    def only_local(route):
-        if route.request.url.split(":", 1)[0] in ("file", "data", "about", "blob"):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", only_local)
+    only_local(page, refused)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     return page, refused, errors
