@@ -395,18 +395,21 @@ def sinusoidal_init(d_model: object, max_len: object) -> None:
     check_positive_int(max_len, "max_len")
 
 
-def sinusoidal_forward(self: nn.Module, x: object) -> None:
+def _positions_input(self: nn.Module, x: object, too_long: str) -> None:
+    """``x`` is ``(batch, seq, d_model)`` floating with at most ``max_len`` positions."""
     check_tensor(x, "x", ndim=3, dtype="floating")
     if x.shape[-1] != self.d_model:
         raise ValueError(
             f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
         )
     if x.shape[1] > self.max_len:
-        raise ValueError(
-            f"x has {x.shape[1]} positions (shape {tuple(x.shape)}) but this "
-            f"SinusoidalEncoding was built with max_len={self.max_len}: build it with a "
-            "larger max_len"
-        )
+        raise ValueError(f"x has {x.shape[1]} positions (shape {tuple(x.shape)}) but this "
+                         + too_long.format(max_len=self.max_len))
+
+
+def sinusoidal_forward(self: nn.Module, x: object) -> None:
+    _positions_input(self, x, "SinusoidalEncoding was built with max_len={max_len}: build it "
+                              "with a larger max_len")
 
 
 def learned_init(max_len: object, d_model: object, init_std: object) -> None:
@@ -416,17 +419,9 @@ def learned_init(max_len: object, d_model: object, init_std: object) -> None:
 
 
 def learned_forward(self: nn.Module, x: object) -> None:
-    check_tensor(x, "x", ndim=3, dtype="floating")
-    if x.shape[-1] != self.d_model:
-        raise ValueError(
-            f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
-        )
-    if x.shape[1] > self.max_len:
-        raise ValueError(
-            f"x has {x.shape[1]} positions (shape {tuple(x.shape)}) but this "
-            f"LearnedPositionalEmbedding only has vectors for max_len={self.max_len} "
-            "positions; a learned table cannot be extended to positions it never had"
-        )
+    _positions_input(self, x, "LearnedPositionalEmbedding only has vectors for max_len={max_len} "
+                              "positions; a learned table cannot be extended to positions it "
+                              "never had")
 
 
 def _even_d_head(d_head: object) -> None:
