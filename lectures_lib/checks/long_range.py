@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..data import binding_task
-from ._base import Mistake, checker
+from ._base import Mistake, checker, probe_generator, probe_seed
 from .trained import _logits, _trained, _verdict
 
 __all__ = ["BINDING_SEQ_LEN", "BINDING_NEEDED", "check_binding_model"]
@@ -28,14 +28,15 @@ _N_HELD_OUT = 600
 def check_binding_model(model, hidden: bool = False) -> str:
     """Held-out accuracy of ``model`` at the query position of the binding task (>= 0.85)."""
     model = _trained(model, "the trained model")
-    tokens, labels = binding_task(_N_HELD_OUT, BINDING_SEQ_LEN, seed=_HELD_OUT_SEED + 7 * hidden)
+    tokens, labels = binding_task(_N_HELD_OUT, BINDING_SEQ_LEN,
+                                  seed=probe_seed(_HELD_OUT_SEED + 7 * hidden))
     logits = _logits(model, tokens, 4, f"the model's logits for tokens ({_N_HELD_OUT}, "
                      f"{BINDING_SEQ_LEN})")
     prediction = logits[:, -1].argmax(-1)
     accuracy = float((prediction == labels).float().mean())
     if accuracy < BINDING_NEEDED:
         # A content-blind model predicts the same answer whichever value the asked key holds.
-        order = torch.randperm(BINDING_SEQ_LEN - 1, generator=torch.Generator().manual_seed(5))
+        order = torch.randperm(BINDING_SEQ_LEN - 1, generator=probe_generator(5, "order"))
         swapped = tokens.clone()
         swapped[:, :-1] = tokens[:, order]  # the same bag (and query), the positions shuffled
         same = float((_logits(model, swapped, 4, "the model's logits")[:, -1].argmax(-1)

@@ -1,5 +1,6 @@
 """Checkers for the training exercises: a trained model must reach a stated accuracy on held-out
-data the student never saw (drawn here with a seed of the checker's own).
+data the student never saw (drawn here with a seed of the checker's own, derived from the
+instructor's grading secret when one is set: :func:`~lectures_lib.checks._base.probe_seed`).
 
 * ``check_skip_flip_model(model)`` (section 03): ``model(tokens (batch, seq)) -> logits (batch,
   seq, 2)`` on the *skip-flip* task of :func:`make_skip_flip_task`; needs >= 95 % accuracy.
@@ -31,7 +32,16 @@ from typing import NamedTuple
 
 import torch
 
-from ._base import Mistake, _run, call, checker, expect_finite, expect_tensor
+from ._base import (
+    Mistake,
+    _run,
+    call,
+    checker,
+    expect_finite,
+    expect_tensor,
+    probe_generator,
+    probe_seed,
+)
 
 __all__ = [
     "SKIP_FLIP_PAD_ID",
@@ -188,7 +198,7 @@ def _weights_do_the_work(model, score, needed: float, unit: str) -> None:
     if not any(v.is_floating_point() and v.numel() > 1 for v in state.values()):
         raise Mistake("not_a_model", "the model has no trained weights (its state_dict() holds "
                       "no floating-point tensor): a hand-written rule is not a trained model.")
-    generator = torch.Generator().manual_seed(31337)
+    generator = probe_generator(31337, "shuffle")
     shuffled = {name: value.flatten()[torch.randperm(value.numel(), generator=generator)]
                 .view_as(value) if value.is_floating_point() else value
                 for name, value in state.items()}
@@ -224,7 +234,7 @@ def _verdict(accuracy: float, needed: float, chance: float, unit: str, advice: s
 def check_skip_flip_model(model, hidden: bool = False) -> str:
     """Held-out accuracy of ``model`` on the skip-flip task, lengths 8-16 (>= 0.95 needed)."""
     model = _trained(model, "the trained model")
-    tokens, labels = make_skip_flip_task(400, 8, 16, seed=_HELD_OUT_SEED + hidden)
+    tokens, labels = make_skip_flip_task(400, 8, 16, seed=probe_seed(_HELD_OUT_SEED + hidden))
     scored = labels != SKIP_FLIP_IGNORE_INDEX
 
     def score() -> float:
@@ -243,7 +253,7 @@ def check_skip_flip_model(model, hidden: bool = False) -> str:
 def check_sort_tagger(model, hidden: bool = False) -> str:
     """Held-out per-token accuracy of ``model`` on sorting 6 tokens (>= 0.90 needed)."""
     model = _trained(model, "the trained model")
-    tokens, targets = make_sort_data(500, seed=_HELD_OUT_SEED + hidden)
+    tokens, targets = make_sort_data(500, seed=probe_seed(_HELD_OUT_SEED + hidden))
 
     def score() -> float:
         logits = _logits(model, tokens, SORT_VOCAB_SIZE,
@@ -261,7 +271,7 @@ def check_sort_tagger(model, hidden: bool = False) -> str:
 def check_reverse_translator(translate, hidden: bool = False) -> str:
     """Held-out exact match of ``translate(src)`` against the reversed source (>= 0.90 needed)."""
     model = _trained(translate, "the trained model")
-    pairs = make_reverse_pairs(300, seed=_HELD_OUT_SEED + hidden)
+    pairs = make_reverse_pairs(300, seed=probe_seed(_HELD_OUT_SEED + hidden))
     if not (hasattr(model, "encode") and hasattr(model, "decode")):
         raise Mistake("not_a_model", "your training function should return the trained "
                       "seq2seq model (with `encode` and `decode`, like lectures_lib.models."
