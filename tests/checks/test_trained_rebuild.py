@@ -17,8 +17,6 @@ import torch.nn.functional as F
 from lectures_lib.checks import check_reverse_translator, check_sort_tagger
 from lectures_lib.checks._base import SECRET_ENV
 from lectures_lib.checks.trained import (
-    REVERSE_BOS_ID,
-    REVERSE_EOS_ID,
     REVERSE_PAD_ID,
     REVERSE_VOCAB_SIZE,
     SORT_SEQ_LEN,
@@ -119,7 +117,7 @@ def test_the_notebooks_trained_models_pass(trained_models, monkeypatch, secret):
     sorter, reverser = trained_models
     for hidden in (False, True):
         result = check_sort_tagger(sorter, hidden=hidden)
-        assert result.passed and "your trained weights" in result.message, result
+        assert result.passed, result
         result = check_reverse_translator(reverser, hidden=hidden)
         assert result.passed, result
 
@@ -138,4 +136,4 @@ def test_the_course_copy_ignores_the_students_forward(trained_models):
                        pad_id=REVERSE_PAD_ID)
     broken.load_state_dict(reverser.state_dict())
     assert check_reverse_translator(broken.eval()).passed
-    assert (REVERSE_BOS_ID, REVERSE_EOS_ID) == (1, 2)
+    assert check_reverse_translator(reverser).message == check_reverse_translator(broken).message

@@ -68,6 +68,6 @@ def test_a_shuffle_detector_earns_nothing_and_the_solution_full_marks(tmp_path):
             for kind, report in reports.items()}
     exercise = f"{STEM}-ex{training.number}"
     assert reports["good"]["score"] == reports["good"]["max_score"] > 0, reports["good"]
-    assert "your trained weights" in rows["good"][exercise]["message"]
+    assert "held-out per-token accuracy" in rows["good"][exercise]["message"]
     assert rows["detector"][exercise]["points"] == 0, rows["detector"][exercise]
     assert "chance" in rows["detector"][exercise]["message"], rows["detector"][exercise]
