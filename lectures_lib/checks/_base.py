@@ -21,6 +21,8 @@ mentions it.
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import hmac
 import html
 import inspect
 import io
@@ -45,6 +47,10 @@ __all__ = [
     "NOT_IMPLEMENTED",
     "TIMED_OUT",
     "DEFAULT_TIMEOUT",
+    "SECRET_ENV",
+    "probe_seed",
+    "probe_generator",
+    "secret_fingerprint",
 ]
 
 NOT_IMPLEMENTED = "not_implemented"
@@ -55,6 +61,47 @@ TIMED_OUT = "timed_out"
 DEFAULT_TIMEOUT = float(os.environ.get("LECTURES_CHECK_TIMEOUT", "10"))
 # How much of what the student's function printed is kept in ``result.output``.
 OUTPUT_EXCERPT = 160
+# The instructor's grading secret (set by ``grade --secret-file``, or by hand): with it, every
+# checker draws its probes from seeds derived from the secret instead of the public ones.
+SECRET_ENV = "LECTURES_GRADING_SECRET"
+
+
+def _secret() -> bytes | None:
+    secret = os.environ.get(SECRET_ENV, "")
+    return secret.encode() if secret else None
+
+
+def secret_fingerprint() -> str | None:
+    """A short, non-reversible name of the grading secret in use (None: the public probes)."""
+    secret = _secret()
+    if secret is None:
+        return None
+    return hashlib.sha256(b"lectures-fingerprint:" + secret).hexdigest()[:12]
+
+
+def probe_seed(public_seed: int, what: str = "") -> int:
+    """The seed a checker draws probes (or held-out data) with.
+
+    Without a grading secret: ``public_seed`` itself, the probes anyone can read in this package
+    (a student can precompute them). With the instructor's secret in ``LECTURES_GRADING_SECRET``
+    (``python -m lectures_lib grade --secret-file PATH`` sets it in the grader, never in the
+    sandbox): HMAC-SHA256 of the secret, the running check's name, ``what`` and ``public_seed``,
+    so each exercise's probes are new values of the same shapes that nobody without the secret
+    can compute. A correct solution passes either way.
+    """
+    secret = _secret()
+    if secret is None:
+        return int(public_seed)
+    run = getattr(_current, "run", None)
+    name = getattr(run, "name", "")
+    message = f"{name}/{what}/{int(public_seed)}".encode()
+    digest = hmac.new(secret, message, hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") & (2**63 - 1)
+
+
+def probe_generator(public_seed: int, what: str = "") -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with :func:`probe_seed` (``public_seed``, ``what``)."""
+    return torch.Generator().manual_seed(probe_seed(public_seed, what))
 
 
 @dataclass(frozen=True)
@@ -179,8 +226,9 @@ class _TimedOut(BaseException):
 class _Run:
     """What the current check has seen: its time limit and the output captured so far."""
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, name: str = "") -> None:
         self.timeout = timeout
+        self.name = name  # the check's name: part of what a grading secret's seeds derive from
         self.printed = _Capture()
         self.capture = True  # False while a training function runs: its progress bar shows
 
@@ -434,10 +482,11 @@ def checker(name: str, *, forbid: tuple[str, ...] = (),
                     "not_callable",
                 )
             outer = getattr(_current, "run", None)
-            run = _current.run = _Run(DEFAULT_TIMEOUT if timeout is None else float(timeout))
+            run = _current.run = _Run(DEFAULT_TIMEOUT if timeout is None else float(timeout),
+                                      name)
             try:
                 with torch.random.fork_rng(devices=[]):  # checks never change the caller's RNG
-                    torch.manual_seed(1234)
+                    torch.manual_seed(probe_seed(1234, "global"))
                     message = body(student_fn, hidden=hidden) if accepts_hidden else body(
                         student_fn
                     )

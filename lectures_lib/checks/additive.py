@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from ._base import checker
+from ._base import checker, probe_generator
 from ._compare import Probe, Wrong, compare
 
 __all__ = ["check_additive_attention", "additive_attention_reference"]
@@ -44,7 +44,7 @@ def additive_attention_reference(q, k, v, w_q, w_k, w_score, mask=None):
 
 
 def _probes(hidden: bool) -> list[Probe]:
-    gen = torch.Generator().manual_seed(7 if hidden else 2015)
+    gen = probe_generator(7 if hidden else 2015)
 
     def randn(*shape, dtype=torch.float32):
         return torch.randn(*shape, generator=gen, dtype=torch.float64).to(dtype)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._base import checker
+from ._base import checker, probe_generator
 from ._compare import Probe, Wrong, compare
 
 __all__ = [
@@ -49,7 +49,7 @@ def _smoothed(logits, targets, smoothing, ignore_index, *, spread_over_others=Fa
 
 
 def _loss_probes(hidden: bool) -> list[Probe]:
-    gen = torch.Generator().manual_seed(3 if hidden else 2016)
+    gen = probe_generator(3 if hidden else 2016)
 
     def probe(title, n, classes, smoothing, ignore_index, n_ignored, dtype=torch.float32):
         logits = (torch.randn(n, classes, generator=gen, dtype=torch.float64) * 2).to(dtype)
@@ -110,7 +110,7 @@ def beam_step_reference(beam_scores, log_probs, beam_size):
 
 
 def _beam_probes(hidden: bool) -> list[Probe]:
-    gen = torch.Generator().manual_seed(13 if hidden else 2014)
+    gen = probe_generator(13 if hidden else 2014)
 
     def probe(title, beams, vocab, beam_size, dtype=torch.float32, spread=3.0):
         scores = (-torch.rand(beams, generator=gen, dtype=torch.float64) * spread).to(dtype)

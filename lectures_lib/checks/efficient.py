@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from ._base import Mistake, call, checker, expect_tensor
+from ._base import Mistake, call, checker, expect_tensor, probe_generator
 
 __all__ = ["check_trig_features"]
 
@@ -47,7 +47,7 @@ def check_trig_features(student_fn, hidden: bool = False) -> str:
     Mistake codes: ``not_implemented``, ``raised``, ``wrong_return_type``, ``wrong_shape``,
     ``missing_normalisation``, ``missing_scale``, ``wrong_sign``, ``wrong_values``.
     """
-    generator = torch.Generator().manual_seed(11 if hidden else 2007)
+    generator = probe_generator(11 if hidden else 2007)
     for shape, m in _CASES + (_HIDDEN_CASES if hidden else ()):
         x = torch.randn(*shape, dtype=torch.float64, generator=generator) / 2
         projection = torch.randn(m, shape[-1], dtype=torch.float64, generator=generator)

@@ -3,7 +3,9 @@
 ``check_binding_model(model)``: ``model(tokens (batch, 32)) -> logits (batch, 32, 4)`` on
 :func:`lectures_lib.data.binding_task` at ``seq_len = 32`` (4 pairs, 4 values); the prediction at
 the *last* position (the query) is scored on held-out sequences drawn with the checker's own seed
-(another for the hidden tests); needs >= 0.85 accuracy (chance 0.25). The model may be given
+(another for the hidden tests); needs >= 0.85 accuracy (chance 0.25), and a model whose
+weights are shuffled must fall below it (a hand-written rule is not a trained model; the
+architecture is the student's choice, so its forward code is what runs). The model may be given
 trained or as a training function of no arguments (called once, with the time limit of
 :mod:`lectures_lib.checks.trained`). Used in ``07_efficient_attention.ipynb``.
 """
@@ -13,8 +15,8 @@ from __future__ import annotations
 import torch
 
 from ..data import binding_task
-from ._base import Mistake, checker
-from .trained import _logits, _trained, _verdict
+from ._base import Mistake, checker, probe_generator, probe_seed
+from .trained import _logits, _trained, _verdict, _weights_do_the_work
 
 __all__ = ["BINDING_SEQ_LEN", "BINDING_NEEDED", "check_binding_model"]
 
@@ -28,14 +30,15 @@ _N_HELD_OUT = 600
 def check_binding_model(model, hidden: bool = False) -> str:
     """Held-out accuracy of ``model`` at the query position of the binding task (>= 0.85)."""
     model = _trained(model, "the trained model")
-    tokens, labels = binding_task(_N_HELD_OUT, BINDING_SEQ_LEN, seed=_HELD_OUT_SEED + 7 * hidden)
+    tokens, labels = binding_task(_N_HELD_OUT, BINDING_SEQ_LEN,
+                                  seed=probe_seed(_HELD_OUT_SEED + 7 * hidden))
     logits = _logits(model, tokens, 4, f"the model's logits for tokens ({_N_HELD_OUT}, "
                      f"{BINDING_SEQ_LEN})")
     prediction = logits[:, -1].argmax(-1)
     accuracy = float((prediction == labels).float().mean())
     if accuracy < BINDING_NEEDED:
         # A content-blind model predicts the same answer whichever value the asked key holds.
-        order = torch.randperm(BINDING_SEQ_LEN - 1, generator=torch.Generator().manual_seed(5))
+        order = torch.randperm(BINDING_SEQ_LEN - 1, generator=probe_generator(5, "order"))
         swapped = tokens.clone()
         swapped[:, :-1] = tokens[:, order]  # the same bag (and query), the positions shuffled
         same = float((_logits(model, swapped, 4, "the model's logits")[:, -1].argmax(-1)
@@ -52,5 +55,11 @@ def check_binding_model(model, hidden: bool = False) -> str:
     _verdict(accuracy, BINDING_NEEDED, 0.25, "accuracy",
              "The query must find the pair token with its key in the first half: full attention "
              "with a positional encoding and 2 layers learns it in a few hundred steps.")
+
+    def score() -> float:
+        logits = _logits(model, tokens, 4, "the model's logits")
+        return float((logits[:, -1].argmax(-1) == labels).float().mean())
+
+    _weights_do_the_work(model, score, BINDING_NEEDED, "accuracy")  # a rule is not a model
     return (f"held-out accuracy {accuracy:.3f} >= {BINDING_NEEDED:.2f} on {_N_HELD_OUT} unseen "
             "sequences.")

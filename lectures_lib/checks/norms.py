@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ._base import checker
+from ._base import checker, probe_generator
 from ._compare import Probe, Wrong, compare
 
 __all__ = ["check_rms_norm", "rms_norm_reference"]
@@ -38,7 +38,7 @@ def rms_norm_reference(x, gamma, eps=DEFAULT_EPS):
 
 
 def _probes(hidden: bool) -> list[Probe]:
-    gen = torch.Generator().manual_seed(9 if hidden else 2019)
+    gen = probe_generator(9 if hidden else 2019)
 
     def randn(*shape, dtype=torch.float32, scale=1.0, shift=0.0):
         return (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + shift).to(dtype)

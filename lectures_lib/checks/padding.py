@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from ._base import checker
+from ._base import checker, probe_generator
 from ._compare import Probe, Wrong, compare
 
 __all__ = ["check_padded_self_attention", "padded_self_attention_reference"]
@@ -49,7 +49,7 @@ def padded_self_attention_reference(x, lengths, w_q, w_k, w_v, w_o, num_heads):
 
 
 def _probes(hidden: bool) -> list[Probe]:
-    gen = torch.Generator().manual_seed(11 if hidden else 2017)
+    gen = probe_generator(11 if hidden else 2017)
 
     def probe(title, batch, seq, d_model, heads, lengths, dtype=torch.float32):
         def randn(*shape):

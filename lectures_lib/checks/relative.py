@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from ._base import checker
+from ._base import checker, probe_generator
 from ._compare import Probe, Wrong, compare
 
 __all__ = ["check_relative_position_attention", "relative_position_attention_reference"]
@@ -47,7 +47,7 @@ def relative_position_attention_reference(q, k, v, bias, max_distance):
 
 
 def _probes(hidden: bool) -> list[Probe]:
-    gen = torch.Generator().manual_seed(5 if hidden else 2018)
+    gen = probe_generator(5 if hidden else 2018)
 
     def probe(title, batch, heads, n, d, max_distance, dtype=torch.float32):
         def randn(*shape):

@@ -1,5 +1,6 @@
 """Checkers for the training exercises: a trained model must reach a stated accuracy on held-out
-data the student never saw (drawn here with a seed of the checker's own).
+data the student never saw (drawn here with a seed of the checker's own, derived from the
+instructor's grading secret when one is set: :func:`~lectures_lib.checks._base.probe_seed`).
 
 * ``check_skip_flip_model(model)`` (section 03): ``model(tokens (batch, seq)) -> logits (batch,
   seq, 2)`` on the *skip-flip* task of :func:`make_skip_flip_task`; needs >= 95 % accuracy.
@@ -9,9 +10,15 @@ data the student never saw (drawn here with a seed of the checker's own).
   :class:`~lectures_lib.models.Transformer`), decoded greedily here; the source reversed (what
   follows the first 5 tokens is not checked); needs >= 90 % of sequences exactly right.
 
-Each model must be a trained ``torch.nn.Module`` whose *weights* do the work: after it passes,
-its weights are shuffled and it must fall below the target (then they are put back), so a
-hand-written rule (``src.flip(-1)``, a sort) wrapped in a function or a module earns nothing.
+Each model must be a trained ``torch.nn.Module`` whose *weights* do the work. Where the exercise
+prescribes the course's architecture (04: an ``EncoderTagger``; 05: a ``Transformer``), the
+checker never runs the student's forward code: it rebuilds the course's own model from the
+weights (``state_dict()``) and settings of the one returned, and evaluates that copy, so only
+trained weights can earn the points (a module that notices it is being tested cannot switch to
+a rule). Where the architecture is the student's own (03), after the model passes its weights
+are shuffled and it must fall below the target (then they are put back), so a hand-written rule
+(a comparison of tokens) wrapped in a function or a module earns nothing; a module written to
+detect that shuffle and switch to a rule is not caught there (its code is for a human to read).
 
 Each check takes the student's *training function* (no arguments, returns the trained model or
 ``translate`` function; it may also be given the trained model itself). The training function is
@@ -31,7 +38,16 @@ from typing import NamedTuple
 
 import torch
 
-from ._base import Mistake, _run, call, checker, expect_finite, expect_tensor
+from ._base import (
+    Mistake,
+    _run,
+    call,
+    checker,
+    expect_finite,
+    expect_tensor,
+    probe_generator,
+    probe_seed,
+)
 
 __all__ = [
     "SKIP_FLIP_PAD_ID",
@@ -167,14 +183,8 @@ def _logits(model, tokens, classes: int, what: str) -> torch.Tensor:
     return expect_finite(logits.detach().float().cpu(), what)
 
 
-def _weights_do_the_work(model, score, needed: float, unit: str) -> None:
-    """Raise :class:`Mistake` unless ``model`` is a module whose *trained weights* earn its score.
-
-    ``score()`` evaluates the model on the held-out data. The weights are shuffled (each tensor's
-    entries permuted with a fixed seed), the model is scored again, and its own weights are put
-    back: a trained model falls far below ``needed``; a hand-written rule (``src.flip(-1)``, a
-    sort) scores the same without any weights that matter. Works across the grader's process
-    boundary: only ``state_dict()`` tensors cross."""
+def _state(model) -> dict[str, torch.Tensor]:
+    """A copy of ``model.state_dict()`` (only tensors cross the grader's process boundary)."""
     state_dict = getattr(model, "state_dict", None)
     load_state_dict = getattr(model, "load_state_dict", None)
     if not (callable(state_dict) and callable(load_state_dict)):
@@ -184,11 +194,83 @@ def _weights_do_the_work(model, score, needed: float, unit: str) -> None:
     state = call(state_dict)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise Mistake("not_a_model", "the model's state_dict() should map names to tensors.")
-    state = {name: value.detach().clone() for name, value in state.items()}  # not the live ones
+    return {name: value.detach().clone() for name, value in state.items()}  # not the live ones
+
+
+_MISSING = object()
+
+
+def _setting(model, dotted: str, kinds: tuple[type, ...], what: str):
+    """``model.a.b.c`` as plain data of one of ``kinds`` (the model's own answer)."""
+    value = model
+    for part in dotted.split("."):
+        value = getattr(value, part, _MISSING)
+        if value is _MISSING:
+            raise ValueError(f"it has no `{dotted}` ({what})")
+    if type(value) not in kinds:
+        raise ValueError(f"its `{dotted}` ({what}) is a {type(value).__name__}")
+    return value
+
+
+def _layers(state: dict, stack: str) -> int:
+    return len({key.split(".")[2] for key in state if key.startswith(f"{stack}.layers.")})
+
+
+def _course_copy(model, kind: str):
+    """The course's own ``EncoderTagger`` (``kind="tagger"``) or ``Transformer``
+    (``"seq2seq"``), built here with ``model``'s settings and loaded with its weights (strict):
+    the copy's forward is the course's code, whatever ``model``'s own forward does."""
+    from ..models import EncoderTagger, Transformer
+
+    name = "EncoderTagger" if kind == "tagger" else "Transformer"
+    state = _state(model)
+    try:
+        first = "encoder.layers.0"
+        shared = dict(
+            num_heads=_setting(model, f"{first}.num_heads", (int,), "heads"),
+            d_ff=state[f"{first}.feed_forward.linear1.weight"].shape[0],
+            norm_first=_setting(model, f"{first}.norm_first", (bool,), "Pre-LN or Post-LN"),
+            activation=_setting(model, f"{first}.feed_forward.activation", (str,),
+                                "activation"),
+            pad_id=_setting(model, "pad_id", (int, type(None)), "padding id"),
+        )
+        if kind == "tagger":
+            vocab, d_model = state["embed.embedding.weight"].shape
+            positional = getattr(model.embed, "positional", None) is not None
+            copy = EncoderTagger(vocab, state["output.weight"].shape[0], d_model=d_model,
+                                 num_layers=_layers(state, "encoder"),
+                                 positional_encoding=positional, **shared)
+        else:
+            src_vocab, d_model = state["src_embed.embedding.weight"].shape
+            positional = getattr(model.src_embed, "positional", None) is not None
+            copy = Transformer(src_vocab, state["tgt_embed.embedding.weight"].shape[0],
+                               d_model=d_model, num_encoder_layers=_layers(state, "encoder"),
+                               num_decoder_layers=_layers(state, "decoder"),
+                               positional_encoding=positional, **shared)
+        copy.load_state_dict(state, strict=True)
+    except (KeyError, ValueError, TypeError, RuntimeError, AttributeError) as error:
+        problem = f"missing weights {error}" if isinstance(error, KeyError) else str(error)
+        raise Mistake("not_a_model", f"the exercise asks for the course's `{name}` (with its "
+                      f"default attention): the checker rebuilds one from your model's weights "
+                      f"and settings and evaluates that copy, so only trained weights count. It "
+                      f"could not: {' '.join(problem.split())[:300]}") from None
+    return copy.eval()
+
+
+def _weights_do_the_work(model, score, needed: float, unit: str) -> None:
+    """Raise :class:`Mistake` unless ``model`` is a module whose *trained weights* earn its score.
+
+    ``score()`` evaluates the model on the held-out data. The weights are shuffled (each tensor's
+    entries permuted with a fixed seed), the model is scored again, and its own weights are put
+    back: a trained model falls far below ``needed``; a hand-written rule (``src.flip(-1)``, a
+    sort) scores the same without any weights that matter. Works across the grader's process
+    boundary: only ``state_dict()`` tensors cross."""
+    state = _state(model)
+    load_state_dict = model.load_state_dict
     if not any(v.is_floating_point() and v.numel() > 1 for v in state.values()):
         raise Mistake("not_a_model", "the model has no trained weights (its state_dict() holds "
                       "no floating-point tensor): a hand-written rule is not a trained model.")
-    generator = torch.Generator().manual_seed(31337)
+    generator = probe_generator(31337, "shuffle")
     shuffled = {name: value.flatten()[torch.randperm(value.numel(), generator=generator)]
                 .view_as(value) if value.is_floating_point() else value
                 for name, value in state.items()}
@@ -224,7 +306,7 @@ def _verdict(accuracy: float, needed: float, chance: float, unit: str, advice: s
 def check_skip_flip_model(model, hidden: bool = False) -> str:
     """Held-out accuracy of ``model`` on the skip-flip task, lengths 8-16 (>= 0.95 needed)."""
     model = _trained(model, "the trained model")
-    tokens, labels = make_skip_flip_task(400, 8, 16, seed=_HELD_OUT_SEED + hidden)
+    tokens, labels = make_skip_flip_task(400, 8, 16, seed=probe_seed(_HELD_OUT_SEED + hidden))
     scored = labels != SKIP_FLIP_IGNORE_INDEX
 
     def score() -> float:
@@ -242,18 +324,13 @@ def check_skip_flip_model(model, hidden: bool = False) -> str:
 @checker("sort_tagger")
 def check_sort_tagger(model, hidden: bool = False) -> str:
     """Held-out per-token accuracy of ``model`` on sorting 6 tokens (>= 0.90 needed)."""
-    model = _trained(model, "the trained model")
-    tokens, targets = make_sort_data(500, seed=_HELD_OUT_SEED + hidden)
-
-    def score() -> float:
-        logits = _logits(model, tokens, SORT_VOCAB_SIZE,
-                         f"the model's logits for tokens (500, {SORT_SEQ_LEN})")
-        return float((logits.argmax(-1) == targets).float().mean())
-
-    accuracy = score()
+    model = _course_copy(_trained(model, "the trained model"), "tagger")
+    tokens, targets = make_sort_data(500, seed=probe_seed(_HELD_OUT_SEED + hidden))
+    logits = _logits(model, tokens, SORT_VOCAB_SIZE,
+                     f"the model's logits for tokens (500, {SORT_SEQ_LEN})")
+    accuracy = float((logits.argmax(-1) == targets).float().mean())
     _verdict(accuracy, 0.90, 0.3, "per-token accuracy",
              "Output i is the i-th smallest input token: every position must see all tokens.")
-    _weights_do_the_work(model, score, 0.90, "per-token accuracy")
     return f"held-out per-token accuracy {accuracy:.3f} >= 0.90 on 500 unseen sequences."
 
 
@@ -261,12 +338,13 @@ def check_sort_tagger(model, hidden: bool = False) -> str:
 def check_reverse_translator(translate, hidden: bool = False) -> str:
     """Held-out exact match of ``translate(src)`` against the reversed source (>= 0.90 needed)."""
     model = _trained(translate, "the trained model")
-    pairs = make_reverse_pairs(300, seed=_HELD_OUT_SEED + hidden)
+    pairs = make_reverse_pairs(300, seed=probe_seed(_HELD_OUT_SEED + hidden))
     if not (hasattr(model, "encode") and hasattr(model, "decode")):
         raise Mistake("not_a_model", "your training function should return the trained "
                       "seq2seq model (with `encode` and `decode`, like lectures_lib.models."
                       "Transformer), decoded greedily here; a function or a hand-written rule "
                       "is not a trained model.")
+    model = _course_copy(model, "seq2seq")
     from ..decoding import greedy_decode
 
     def translate(src):
@@ -293,5 +371,4 @@ def check_reverse_translator(translate, hidden: bool = False) -> str:
     exact = score()
     _verdict(exact, 0.90, 0.0, "exact-match rate",
              "Train with teacher forcing (tgt_in -> tgt_out), decode greedily from BEGIN.")
-    _weights_do_the_work(model, score, 0.90, "exact-match rate")
     return f"held-out exact match {exact:.3f} >= 0.90 on 300 unseen sequences."

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ._base import Mistake, call, checker, expect_tensor
+from ._base import Mistake, call, checker, expect_tensor, probe_generator, secret_fingerprint
 
 __all__ = ["check_streaming_mask", "check_stride_mask"]
 
@@ -96,6 +96,20 @@ _STREAMING_CASES = ((6, 2, 1), (8, 3, 0), (5, 0, 0), (4, 10, 10), (7, 0, 2), (1,
 _STREAMING_HIDDEN = ((12, 4, 2), (9, 1, 3), (3, 5, 0), (10, 0, 9), (16, 7, 7))
 
 
+def _drawn_streaming_cases() -> tuple:
+    """With the instructor's grading secret, three more hidden cases drawn from it; without
+    one, none (the hidden cases are then the public ones above)."""
+    if secret_fingerprint() is None:
+        return ()
+    generator = probe_generator(0, "streaming cases")
+    cases = []
+    for _ in range(3):
+        n = int(torch.randint(2, 21, (1,), generator=generator))
+        past, future = (int(v) for v in torch.randint(0, n + 2, (2,), generator=generator))
+        cases.append((n, past, future))
+    return tuple(cases)
+
+
 def _streaming(n: int, past: int, future: int) -> torch.Tensor:
     offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # (n, n): j - i
     return (offsets >= -past) & (offsets <= future)
@@ -139,8 +153,8 @@ def check_streaming_mask(student_fn, hidden: bool = False) -> str:
     transpose), ``boundary_excluded`` (``<`` for ``<=`` at one end or both), ``future_ignored``
     (a causal window), ``diagonal_missing``, ``wrong_values``.
     """
-    cases = _STREAMING_CASES + (_STREAMING_HIDDEN if hidden else ())
-    for n, past, future in cases:
+    hidden_cases = _STREAMING_HIDDEN + _drawn_streaming_cases() if hidden else ()
+    for n, past, future in _STREAMING_CASES + hidden_cases:
         mask = call(student_fn, n, past, future)
         label = f"streaming_mask({n}, {past}, {future})"
         expect_tensor(mask, label, shape=(n, n))
@@ -148,6 +162,6 @@ def check_streaming_mask(student_fn, hidden: bool = False) -> str:
             raise Mistake("wrong_dtype", f"{label} returned dtype {mask.dtype}; masks are "
                           "torch.bool (True = may attend): build them from comparisons.")
         _name_streaming_mistake(mask.cpu(), n, past, future)
-    extra = f" and {len(_STREAMING_HIDDEN)} hidden cases" if hidden else ""
+    extra = f" and {len(hidden_cases)} hidden cases" if hidden else ""
     return (f"correct for {len(_STREAMING_CASES)} (n, past, future) cases{extra}, the causal "
             "window and the diagonal alone included.")

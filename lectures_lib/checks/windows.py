@@ -23,7 +23,7 @@ import math
 import torch
 
 from ..measure import peak_tensor_memory
-from ._base import Mistake, call, checker, expect_finite, expect_tensor
+from ._base import Mistake, call, checker, expect_finite, expect_tensor, probe_generator
 
 __all__ = ["check_causal_window_attention"]
 
@@ -117,7 +117,7 @@ def check_causal_window_attention(student_fn, hidden: bool = False) -> str:
     ``score_zero_not_weight_zero`` (the notes' "value置为0" read as a score), ``not_renormalised``,
     ``padding_attended``, ``missing_scaling``, ``wrong_values``, ``quadratic_memory``.
     """
-    generator = torch.Generator().manual_seed(19 if hidden else 6)
+    generator = probe_generator(19 if hidden else 6)
     cases = _CASES + (_HIDDEN_CASES if hidden else ())
     for index, (lead, n, past, d, d_v) in enumerate(cases):
         dtype = torch.float64 if hidden and index % 2 else torch.float32

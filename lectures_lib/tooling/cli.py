@@ -12,6 +12,7 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib release SRC OUT   student versions of SRC (a notebook or a folder)
     python -m lectures_lib source SRC OUT    nbgrader's source notebooks (solutions + metadata)
     python -m lectures_lib grade SUB ...     grade submissions (--help: sandbox, --notebook, ...)
+    python -m lectures_lib sandbox-kernelspec --install   nbgrader's kernels in the sandbox
 
 `release`, `source` and `grade --course FOLDER` work from an installed package; the others work
 on a clone of the repository (the notebooks, tests and README) and say so when there is none.
@@ -33,6 +34,8 @@ _DELEGATED = {
     "release": ("exercises", "write student versions: solutions replaced, hidden tests removed"),
     "source": ("exercises", "write the notebooks with solutions and nbgrader metadata"),
     "grade": ("grading", "grade submitted notebooks (--help for its options)"),
+    "sandbox-kernelspec": ("sandbox_kernel", "a Jupyter kernel in the sandbox, for nbgrader "
+                           "(--install [--user | --prefix P])"),
 }
 
 
@@ -68,6 +71,8 @@ def _delegate(command: str, rest: list[str]) -> int:
         from .exercises import main as run
 
         return run([command, *rest])
+    elif module == "sandbox_kernel":
+        from .sandbox_kernel import main as run
     else:
         from .grading import main as run
     return run(rest)

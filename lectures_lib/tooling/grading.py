@@ -41,6 +41,7 @@ import ast
 import builtins
 import concurrent.futures
 import csv
+import hashlib
 import importlib
 import io
 import json
@@ -61,6 +62,7 @@ __all__ = ["DEFAULT_TIMEOUT", "SandboxRefused", "grade_submission", "grade_paths
            "format_table", "format_csv", "format_nbgrader_csv", "clean_text"]
 
 DEFAULT_TIMEOUT = 300.0
+SECRET_ENV = "LECTURES_GRADING_SECRET"  # the same name as lectures_lib.checks._base.SECRET_ENV
 COURSE_NOTEBOOKS = ROOT / "notebooks"
 # Terminal control: CSI/OSC escape sequences first, then every other C0/C1 control character.
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_])")
@@ -634,12 +636,38 @@ def format_nbgrader_csv(reports: list[dict], assignment: str | None = None) -> s
     return buffer.getvalue()
 
 
+def use_secret(secret_file: Path | None) -> str:
+    """Put the instructor's grading secret where the grading processes read it; say which probes
+    this run uses. The secret stays in the grader's processes: the sandbox gets an empty
+    environment, so no submission can read it."""
+    from ..checks._base import secret_fingerprint
+
+    if secret_file is not None:
+        secret_file = check_path(secret_file, "secret_file")
+        data = secret_file.read_bytes()
+        if len(data.strip()) < 16:
+            raise ValueError(f"secret_file {secret_file} holds {len(data.strip())} bytes; use at "
+                             "least 16 random ones (head -c 32 /dev/urandom > FILE)")
+        os.environ[SECRET_ENV] = hashlib.sha256(b"lectures-secret:" + data).hexdigest()
+    fingerprint = secret_fingerprint()
+    if fingerprint is None:
+        return (f"probes: the public defaults (no --secret-file, no ${SECRET_ENV}); a student "
+                "can compute them from the package, so pass a secret when grading for credit")
+    return f"probes: drawn from the instructor's secret (fingerprint {fingerprint})"
+
+
 def to_json(report: dict) -> str:
     return json.dumps(report, ensure_ascii=False)
 
 
 
 def _grade_main(args) -> int:
+    try:
+        note = use_secret(args.secret_file)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(note, file=sys.stderr)
     try:
         reports, any_folder = grade_paths(args.submissions, timeout=args.timeout,
                                           course=args.course, notebook=args.notebook,
@@ -716,6 +744,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="grade even where no sandbox can be made (UNSAFE: the students' "
                         "code runs with your rights; only in a throwaway container or VM)")
+    parser.add_argument("--secret-file", type=Path, default=None,
+                        help="a file only you hold (e.g. 32 random bytes: `head -c 32 "
+                        "/dev/urandom > secret`): every checker's probes and held-out data are "
+                        f"drawn from it (default: ${SECRET_ENV} if set, else the public probes, "
+                        "which students can compute from the package)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return _grade_main(parser.parse_args(argv))
 

@@ -34,9 +34,37 @@ def bag(tokens):
     return F.one_hot(answer, 4).float()[:, None].expand(*tokens.shape, 4).clone()
 
 
+class RoutedOracle(torch.nn.Module):
+    """The definition, its answer routed through weights (as a trained model's is): shuffled
+    weights route it wrong."""
+
+    def __init__(self):
+        super().__init__()
+        self.route = torch.nn.Parameter(torch.eye(4) * 4)
+
+    def forward(self, tokens):
+        return oracle(tokens) @ self.route
+
+
 def test_accepts_a_model_that_binds():
-    assert check_binding_model(oracle).passed
-    assert check_binding_model(oracle, hidden=True).passed
+    assert check_binding_model(RoutedOracle()).passed
+    assert check_binding_model(RoutedOracle(), hidden=True).passed
+
+
+def test_refuses_a_hand_written_rule():
+    """The rule itself, as a function or in a module whose weights play no part, is no model."""
+
+    class Rule(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.unused = torch.nn.Linear(4, 4)
+
+        def forward(self, tokens):
+            return oracle(tokens)
+
+    for rule in (oracle, Rule()):
+        result = check_binding_model(rule)
+        assert not result.passed and result.mistake == "not_a_model", str(result)
 
 
 def test_names_a_content_blind_model():
@@ -63,13 +91,9 @@ def test_names_distractor_readers_and_bad_outputs():
 def test_a_training_function_is_called_once_and_may_return_a_module():
     calls = []
 
-    class Oracle(torch.nn.Module):
-        def forward(self, tokens):
-            return oracle(tokens)
-
     def train():
         calls.append(1)
-        return Oracle()
+        return RoutedOracle()
 
     assert check_binding_model(train).passed and check_binding_model(train, hidden=True).passed
     assert calls == [1]

@@ -304,13 +304,28 @@ class _Constant(torch.nn.Module):
         return torch.zeros(*tokens.shape, self.classes)
 
 
+def _untrained_tagger(classes):
+    from lectures_lib.models import EncoderTagger
+
+    torch.manual_seed(0)
+    return EncoderTagger(8, classes, d_model=16, num_heads=2, num_layers=1, d_ff=32,
+                         pad_id=None).eval()
+
+
 @pytest.mark.parametrize(
-    ("check", "classes"),
-    [(check_skip_flip_model, 2), (check_sort_tagger, 8)],
+    ("check", "model"),
+    [(check_skip_flip_model, _Constant(2)), (check_skip_flip_model, _untrained_tagger(2)),
+     (check_sort_tagger, _untrained_tagger(8))],
 )
-def test_training_checkers_reject_an_untrained_model(check, classes):
-    result = check(_Constant(classes))
+def test_training_checkers_reject_an_untrained_model(check, model):
+    result = check(model)
     assert not result.passed and result.mistake in ("at_chance", "below_target"), result
+
+
+def test_the_sort_checker_evaluates_the_course_model_only():
+    """04 prescribes an EncoderTagger: a module of another architecture is refused, saying so."""
+    result = check_sort_tagger(_Constant(8))
+    assert result.mistake == "not_a_model" and "EncoderTagger" in result.message, result
 
 
 def test_training_checkers_refuse_a_hand_written_rule_and_train_once():
