@@ -23,9 +23,10 @@ What a submission can and cannot do. Each submission is graded on its own:
 
 A submission that cannot be read, crashes, loops, sleeps, exits, floods its output or breaks the
 protocol gets a report like any other, each exercise failed and the reason in its message; the
-batch goes on. Folders are graded in parallel (``--jobs``, one trusted grading process per
-submission, each with its own sandbox), with a progress bar on stderr. Reports are plain text:
-terminal control characters are removed.
+batch goes on. Folders are graded in parallel (``--jobs``: each job is a trusted process that
+imports the grader once and forks a fresh grading process per submission, each with its own
+sandbox, so no state of one submission's grading reaches the next), with a progress bar on
+stderr. Reports are plain text: terminal control characters are removed.
 
 What it cannot see: a student who copies the public reference solution (the notebooks are in a
 public repository) writes correct code; exercises for credit need private variants. Where no
@@ -39,17 +40,22 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
-import concurrent.futures
 import csv
+import gc
 import hashlib
 import importlib
 import io
 import json
 import os
+import queue
 import re
+import select
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -480,7 +486,8 @@ def _fill_rows(report, entries, results, submission) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# A class: every submission in its own grading process, in parallel
+# A class: per job, one trusted process that imports the grader once (a "zygote") and forks a
+# fresh grading process for each submission; each submission keeps its own sandbox
 # --------------------------------------------------------------------------------------------
 
 
@@ -500,31 +507,173 @@ def _failed_report(path: Path, reason: str) -> dict:
             "manual_max_score": 0.0, "error": _short(reason), "exercises": []}
 
 
-def _grade_in_child(path: Path, timeout: float, course: Path, notebook: str | None,
-                    sandbox: bool) -> dict:
-    """One submission in a fresh grading process (the course's code only), as JSON."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               LECTURES_CHECK_TIMEOUT=str(max(1.0, min(10.0, timeout / 10))),
-               LECTURES_TRAIN_TIMEOUT=str(max(1.0, timeout / 2)))
-    command = [sys.executable, "-m", "lectures_lib.tooling.grading", "_one", str(path),
-               "--timeout", str(timeout), "--course", str(course)]
-    command += ["--notebook", notebook] if notebook else []
-    command += [] if sandbox else ["--no-sandbox"]
-    with tempfile.TemporaryFile() as out:
-        try:
-            process = subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL, env=env,
-                                     timeout=timeout + 120, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return _failed_report(path, f"grading ran past {timeout + 120:g} s and was stopped")
-        out.seek(0)
-        text = out.read(4 * 2**20).decode(errors="replace")
+_REPORT_BYTES = 4 * 2**20  # a report is a few kB; more is a broken grading process
+_GRACE = 120.0  # seconds past the submission's limit before its grading process is killed
+
+
+def _grader_env(timeout: float) -> dict:
+    """The grading processes' environment: one thread each (``--jobs`` of them share the cores),
+    the checkers' time limits derived from ``--timeout``."""
+    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                LECTURES_CHECK_TIMEOUT=str(max(1.0, min(10.0, timeout / 10))),
+                LECTURES_TRAIN_TIMEOUT=str(max(1.0, timeout / 2)))
+
+
+def _read_line(fd: int, deadline: float, limit: int = _REPORT_BYTES) -> bytes | None:
+    """Bytes from ``fd`` up to the first newline (or the end), ``None`` past the deadline or
+    the limit."""
+    chunks, size = [], 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 2**16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if b"\n" in chunk:
+            return b"".join(chunks).split(b"\n", 1)[0]
+        if size > limit:
+            return None
+
+
+def _parse_report(data: bytes | None, path: Path, why: str) -> dict:
     try:
-        report = json.loads(text.strip().splitlines()[-1])
+        report = json.loads((data or b"").decode(errors="replace").strip())
         _check_report(report)
         return report
-    except (ValueError, IndexError, TypeError):
-        return _failed_report(path, f"the grading process failed (exit status "
-                                    f"{process.returncode})")
+    except (ValueError, TypeError):
+        return _failed_report(path, why)
+
+
+def _fork_and_grade(path: Path, args) -> dict:
+    """Grade ``path`` in a forked copy of this process (the grader already imported): its state,
+    whatever the submission's answers did to it, ends with it."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the grading process of this submission
+        try:
+            os.close(read_fd)
+            os.setpgid(0, 0)
+            report = _grade_one(path, args)
+            data = memoryview(to_json(report).encode() + b"\n")
+            while data:
+                data = data[os.write(write_fd, data):]
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        data = _read_line(read_fd, time.monotonic() + args.timeout + _GRACE)
+        if data is None:
+            os.killpg(pid, signal.SIGKILL)
+    finally:
+        os.close(read_fd)
+    try:
+        os.killpg(pid, signal.SIGKILL)  # anything it left (the sandboxes end with their parent)
+    except (ProcessLookupError, PermissionError):
+        pass
+    _, status = os.waitpid(pid, 0)
+    if data is None:
+        return _failed_report(path, f"grading ran past {args.timeout + _GRACE:g} s and was "
+                                    "stopped")
+    return _parse_report(data, path, f"the grading process failed (exit status "
+                                     f"{os.waitstatus_to_exitcode(status)})")
+
+
+def _grade_one(path: Path, args) -> dict:
+    try:
+        return grade_submission(path, timeout=args.timeout, course=args.course,
+                                notebook=args.notebook, sandbox=not args.no_sandbox)
+    except Exception as error:
+        return _failed_report(path, f"{type(error).__name__}: {error}")
+
+
+def _preload() -> None:
+    """What every grading process needs, imported once per job instead of once per submission
+    (PyTorch, nbformat and the checkers take seconds of CPU to import)."""
+    import pkgutil
+
+    import nbformat  # noqa: F401
+    import torch
+
+    from .. import checks, decoding, models, training  # noqa: F401
+    from . import sandbox, wire, worker  # noqa: F401
+
+    torch.set_num_threads(1)
+    for module in pkgutil.iter_modules(checks.__path__):
+        importlib.import_module(f"{checks.__name__}.{module.name}")
+    worker._python_source("%time x = 1")  # IPython's input transformer
+
+
+def _zygote_main(argv: list[str]) -> int:
+    """Internal: grade the submissions named on stdin (a JSON line each), one forked grading
+    process each; print each report as a JSON line."""
+    args = _one_parser("_zygote").parse_args(argv)
+    requests, reports = os.dup(0), os.dup(1)
+    quiet = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # what the grading processes print goes nowhere
+        os.dup2(quiet, fd)
+    _preload()
+    _student_checks()
+    gc.freeze()  # the forked processes share the preloaded modules' memory
+    try:
+        with os.fdopen(requests, "rb") as lines:
+            for line in lines:
+                try:
+                    path = Path(json.loads(line)["path"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+                data = memoryview(to_json(_fork_and_grade(path, args)).encode() + b"\n")
+                while data:
+                    data = data[os.write(reports, data):]
+    finally:
+        shutil.rmtree(_STUDENT_CHECKS["path"].parent, ignore_errors=True)
+    return 0
+
+
+class _Zygote:
+    """The grader's handle on one job's zygote: started on first use, restarted if it breaks."""
+
+    def __init__(self, timeout: float, course: Path, notebook: str | None, sandbox: bool):
+        self.timeout = timeout
+        self.command = [sys.executable, "-m", "lectures_lib.tooling.grading", "_zygote",
+                        "--timeout", str(timeout), "--course", str(course)]
+        self.command += ["--notebook", notebook] if notebook else []
+        self.command += [] if sandbox else ["--no-sandbox"]
+        self.process: subprocess.Popen | None = None
+
+    def grade(self, path: Path) -> dict:
+        if self.process is None or self.process.poll() is not None:
+            self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                            env=_grader_env(self.timeout))
+        try:
+            self.process.stdin.write(json.dumps({"path": str(path)}).encode() + b"\n")
+            self.process.stdin.flush()
+        except OSError:
+            self.close()
+            return _failed_report(path, "the grading process could not be started")
+        # its own guard stops the submission's grading at timeout + _GRACE; this one a zygote
+        # that broke (or is still importing under a heavy load)
+        data = _read_line(self.process.stdout.fileno(),
+                          time.monotonic() + self.timeout + 2 * _GRACE)
+        if not data:
+            self.close()
+            return _failed_report(path, "the grading process failed")
+        return _parse_report(data, path, "the grading process failed")
+
+    def close(self) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
+        self.process = None
 
 
 def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
@@ -532,7 +681,11 @@ def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
                 sandbox: bool = True, jobs: int | None = None,
                 progress: bool = False) -> tuple[list[dict], bool]:
     """Grade every notebook given or found in a given folder, ``jobs`` at a time (default: the
-    cores there are). Returns (reports in the order found, any_folder)."""
+    cores there are). Returns (reports in the order found, any_folder).
+
+    Each job is one process that imports the grader once and forks a fresh grading process for
+    each submission (each with its own sandbox): nothing of one submission's grading is left
+    for the next."""
     if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, (list, tuple)):
         raise TypeError(f"paths must be a list of paths, got {type(paths).__name__} ({paths!r:.60})")
     if not paths:
@@ -546,22 +699,40 @@ def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
     sandbox = _check_sandbox(sandbox)
     found, any_folder = _find(paths)
     reports: list[dict | None] = [None] * len(found)
-    bar = None
+    todo: queue.SimpleQueue = queue.SimpleQueue()
+    for index in range(len(found)):
+        todo.put(index)
+    bar, lock = None, threading.Lock()
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(found), desc="grading", unit="submission", file=sys.stderr)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(_grade_in_child, path, timeout, course, notebook, sandbox): i
-                   for i, path in enumerate(found)}
-        for future in concurrent.futures.as_completed(futures):
-            index = futures[future]
-            try:
-                reports[index] = future.result()
-            except Exception as error:  # never lose the batch for one submission
-                reports[index] = _failed_report(found[index], f"{type(error).__name__}: {error}")
-            if bar is not None:
-                bar.update(1)
+
+    def job() -> None:
+        zygote = _Zygote(timeout, course, notebook, sandbox)
+        try:
+            while True:
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    reports[index] = zygote.grade(found[index])
+                except Exception as error:  # never lose the batch for one submission
+                    zygote.close()
+                    reports[index] = _failed_report(found[index],
+                                                    f"{type(error).__name__}: {error}")
+                if bar is not None:
+                    with lock:
+                        bar.update(1)
+        finally:
+            zygote.close()
+
+    threads = [threading.Thread(target=job, daemon=True) for _ in range(min(jobs, len(found)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     if bar is not None:
         bar.close()
     return [report for report in reports if report is not None], any_folder
@@ -694,21 +865,21 @@ def _grade_main(args) -> int:
     return 0
 
 
-def _one_main(argv: list[str]) -> int:
-    """Internal: grade one submission in this (trusted) process, print its report as JSON."""
-    parser = argparse.ArgumentParser(prog="python -m lectures_lib.tooling.grading _one")
-    parser.add_argument("submission", type=Path)
+def _one_parser(command: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m lectures_lib.tooling.grading {command}")
+    if command == "_one":
+        parser.add_argument("submission", type=Path)
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--course", type=Path, required=True)
     parser.add_argument("--notebook", default=None)
     parser.add_argument("--no-sandbox", action="store_true")
-    args = parser.parse_args(argv)
-    try:
-        report = grade_submission(args.submission, timeout=args.timeout, course=args.course,
-                                  notebook=args.notebook, sandbox=not args.no_sandbox)
-    except Exception as error:
-        report = _failed_report(args.submission, f"{type(error).__name__}: {error}")
-    sys.stdout.write("\n" + to_json(report) + "\n")
+    return parser
+
+
+def _one_main(argv: list[str]) -> int:
+    """Internal: grade one submission in this (trusted) process, print its report as JSON."""
+    args = _one_parser("_one").parse_args(argv)
+    sys.stdout.write("\n" + to_json(_grade_one(args.submission, args)) + "\n")
     return 0
 
 
@@ -717,6 +888,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["_one"]:
         return _one_main(argv[1:])
+    if argv[:1] == ["_zygote"]:
+        return _zygote_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m lectures_lib grade",
         description="Grade submitted notebooks against the course's hidden tests. Each "

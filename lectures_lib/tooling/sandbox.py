@@ -43,6 +43,7 @@ __all__ = ["Limits", "SandboxError", "Session", "Remote", "RemoteError", "sandbo
            "sandbox_command", "student_checks"]
 
 LIBRARY = Path(__file__).resolve().parents[1]  # the grader's lectures_lib
+EXIT_WAIT = 1.0  # seconds a worker has to exit by itself when its session closes
 
 
 @dataclass(frozen=True)
@@ -351,13 +352,18 @@ class Session:
         self.dead_reason = ""
 
     def close(self) -> None:
-        """End the worker and everything it started (its whole process group / namespace)."""
+        """End the worker and everything it started (its whole process group / namespace).
+
+        Hanging up lets a waiting worker exit by itself (so its CPU time is accounted to the
+        grader); a worker still busy after :data:`EXIT_WAIT` seconds is killed. Either way its
+        process group is killed before the worker is reaped (so the group's id is still its)."""
         if self.process is not None:
             for fd in (self._out, self._in):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
+            _wait_unreaped(self.process.pid, EXIT_WAIT if not self.dead_reason else 0.0)
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -448,6 +454,20 @@ class _ModuleName:
     name: str
 
 
+def _wait_unreaped(pid: int, seconds: float) -> None:
+    """Wait up to ``seconds`` for ``pid`` to exit, leaving it unreaped (a zombie)."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        if time.monotonic() >= end:
+            return
+        time.sleep(0.005)
+
+
 def _popen(command: list[str], env: dict, read_fd: int, write_fd: int) -> subprocess.Popen:
     """Start ``command`` with ``read_fd``/``write_fd`` as its fds 3 and 4, in its own session."""
 
@@ -473,7 +493,7 @@ def _current_call_timeout(session: Session) -> float:
 class Remote:
     """The grader's stand-in for an object of the submission: calls cross as data."""
 
-    __slots__ = ("_session", "_number", "_generation")
+    __slots__ = ("_session", "_number", "_generation", "__weakref__")
 
     def __init__(self, session: Session, number: int, generation: int) -> None:
         self._session, self._number, self._generation = session, number, generation

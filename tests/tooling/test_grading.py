@@ -162,3 +162,36 @@ def test_table_and_csv_gradebook(graded, tmp_path):
     assert result.returncode == 0, result.stderr
     (row,) = csv.DictReader(io.StringIO(result.stdout))
     assert row["score"] == "0" and row["max_score"] == "4" and "cannot read" in row["error"]
+
+
+# ------------------------------------------------------------------------------------------
+# A class: each job's process forks one grading process per submission
+# ------------------------------------------------------------------------------------------
+
+
+def test_a_broken_job_process_costs_one_report_and_is_restarted(tmp_path):
+    """A job's process that dies (or answers garbage) fails that submission only; the next
+    submission gets a new process."""
+    from lectures_lib.tooling import grading
+
+    zygote = grading._Zygote(40, COURSE.parent, None, True)
+    try:
+        zygote.command = [sys.executable, "-c", "import sys; sys.stdin.readline(); sys.exit(3)"]
+        first = zygote.grade(tmp_path / f"alice_{NAME}.ipynb")
+        assert first["score"] == 0.0 and "grading process failed" in first["error"], first
+        assert first["submission"].endswith(f"alice_{NAME}.ipynb")
+        echo = ("import json, sys\nfor line in sys.stdin:\n"
+                "    path = json.loads(line)['path']\n"
+                "    print(json.dumps({'submission': path, 'notebook': None, 'score': 1.0, "
+                "'max_score': 4.0, 'manual_max_score': 0.0, 'error': '', 'exercises': []}), "
+                "flush=True)\n")
+        zygote.command = [sys.executable, "-c", echo]
+        for name in ("bob", "carol"):  # a new process, kept for the next submission
+            report = zygote.grade(tmp_path / f"{name}_{NAME}.ipynb")
+            assert report["score"] == 1.0 and report["submission"].endswith(f"{name}_{NAME}.ipynb")
+        started = zygote.process
+        assert zygote.grade(tmp_path / f"dave_{NAME}.ipynb")["score"] == 1.0
+        assert zygote.process is started, "one process per job, not per submission"
+    finally:
+        zygote.close()
+    assert zygote.process is None
