@@ -5,8 +5,11 @@ term matters.
 Run it with ``python benchmarks/long_range.py`` (``--help`` for options); it is not part of the
 tests. Results go to ``--json`` (default ``benchmarks/long_range.json``) one variant at a time, so
 an interrupted run keeps what finished; ``--resume`` skips the variants already stored with the
-same settings, so the sweep can be refreshed piece by piece (``--only NAME ...``) after a variant
-changes. ``--plot`` redraws the picture from the JSON (``--plot-only`` without training).
+same settings, so the picture can be refreshed piece by piece (``--only NAME ...``) after a variant
+changes. Each write keeps the rows that another process stored meanwhile under the same settings,
+so two processes with disjoint ``--only`` lists can share one JSON. A variant that raises is
+reported and skipped (nothing stored, so ``--resume`` retries it). ``--plot`` redraws the picture
+from the JSON (``--plot-only`` without training): numbered markers, the numbers listed beside.
 
 ``--sweep`` instead measures accuracy against N at a fixed budget (``--steps`` steps of
 ``--batch-size``) for full attention, the uniform-average baseline and the content-blind variants
@@ -19,8 +22,10 @@ values as distractors in the second), so the bag of tokens is the same for every
 content-blind average is at chance by construction; ``retrieval`` is the older
 :func:`lectures_lib.data.retrieval_task`, whose bag contains the answer. Every variant trains the
 same encoder (``EncoderTagger``, ``--layers`` layers (2: a global token of Longformer / Big Bird
-needs two layers to pass information from a key to the query, 06 section 4), d_model 32, 2 heads)
-through the attention factory, with the same data, steps, learning rate and seed, and reports:
+needs two layers to pass information from a key to the query, 06 section 4), ``--d-model`` 32,
+``--heads`` 2, d_ff = 2 d_model) through the attention factory, with the same data, steps, batch,
+learning-rate schedule (``--schedule``, ``--warmup``: :func:`lectures_lib.training.lr_schedule`)
+and seed, and reports:
 
 * held-out accuracy (the query position's prediction), chance ``1 / n_values``;
 * training steps per second (the median step time over the timed steps; wall-clock, so noisy on
@@ -28,17 +33,24 @@ through the attention factory, with the same data, steps, learning rate and seed
 * peak tensor memory of one forward + backward on one batch, measured with
   :func:`lectures_lib.measure.peak_tensor_memory` (every tensor created; not a formula).
 
-The variants are discovered: every attention class ``lectures_lib.variants`` exports (a subclass
-of ``MultiHeadAttention``, or a module with the factory signature) plus the content-blind baseline
-(:class:`~lectures_lib.variants.attention_free.UniformAttention`) and the attention-free FNet
-layer (:class:`~lectures_lib.variants.attention_free.FourierMixing`), each built with its defaults
-(plus ``seq_len`` where it needs one; ``SETTINGS`` overrides a few defaults to fit the task).
+The variants come from the registries: full attention (fused kernel and explicit N x N), then
+every class of ``lectures_lib.variants.VARIANTS`` (the content-blind baseline
+:class:`~lectures_lib.variants.UniformAttention` included) and of ``variants.ATTENTION_FREE``
+(FNet's :class:`~lectures_lib.variants.FourierMixing`), each built with its defaults (plus
+``seq_len`` where it needs one; ``SETTINGS`` names them, gives their family and overrides a few
+defaults to fit the task). A variant added to a registry appears here without editing this file.
+
+Why the budget matters at N = 512 (the recipe in ``benchmarks/README.md``): the query must match
+the key (content) *and* prefer the first half (position), and neither alone helps: the pairs of
+the query's key hold every value once (content alone is at chance), and attention spread over the
+first half holds the four true pairs among ~250 fillers (a weak signal, falling like 1/N). Both
+must be learnt from weak, 1/N-diluted gradients, through the low-frequency sinusoidal features
+that tell the halves apart: a plateau near chance for a few hundred steps of 32, then a rise.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import json
 import os
@@ -48,7 +60,6 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
@@ -62,7 +73,7 @@ from lectures_lib.data import (  # noqa: E402
 )
 from lectures_lib.measure import peak_tensor_memory  # noqa: E402
 from lectures_lib.models import EncoderTagger  # noqa: E402
-from lectures_lib.training import cross_entropy, evaluate  # noqa: E402
+from lectures_lib.training import cross_entropy, evaluate, lr_schedule  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -84,8 +95,10 @@ SETTINGS = {
     "LocalAttention": ("local", "human knowledge", {}),
     "LongformerAttention": ("Longformer", "human knowledge", {}),
     "BigBirdAttention": ("Big Bird", "human knowledge", {}),
-    "LSHAttention": ("LSH (Reformer)", "clustering", {}),
+    "LSHAttention": ("LSH (bucket mask)", "clustering", {}),
+    "ReformerAttention": ("Reformer (sorted chunks)", "clustering", {"n_buckets": 32}),
     "RoutingAttention": ("Routing (k-means)", "clustering", {}),
+    "BalancedRoutingAttention": ("Routing (balanced)", "clustering", {}),
     "SinkhornAttention": ("Sinkhorn", "learned pattern", {"block_size": 32}),
     "LinformerAttention": ("Linformer", "representative keys", {"k": 64}),
     "CompressedAttention": ("compressed (conv)", "representative keys", {"stride": 8}),
@@ -96,34 +109,17 @@ SETTINGS = {
     "RandomSynthesizerAttention": ("Synthesizer (random)", "no q.k", {}),
     "FourierMixing": ("FNet (Fourier)", "no attention", {}),
 }
-EXTRA_MODULES = ("lectures_lib.variants.attention_free", "lectures_lib.variants.efficient")
-
-
-def _is_factory_class(obj) -> bool:
-    if not inspect.isclass(obj) or not issubclass(obj, nn.Module):
-        return False
-    if issubclass(obj, MultiHeadAttention):
-        return True
-    names = list(inspect.signature(obj).parameters)
-    return names[:2] == ["d_model", "num_heads"]
 
 
 def discover() -> list[tuple[str, type]]:
-    """``(class name, class)`` for full attention and every variant class found."""
+    """``(class name, class)`` for full attention (both paths) and every class of the registries
+    ``variants.VARIANTS`` and ``variants.ATTENTION_FREE``, in ``SETTINGS`` order; a class listed
+    there and not here runs too, under its class name, family "other"."""
     found = {"MultiHeadAttention": MultiHeadAttention, "ExplicitFullAttention": ExplicitFullAttention}
-    modules = [variants]
-    for name in EXTRA_MODULES:
-        try:
-            modules.append(importlib.import_module(name))
-        except ImportError:
-            pass
-    for module in modules:
-        for name in getattr(module, "__all__", dir(module)):
-            obj = getattr(module, name, None)
-            if _is_factory_class(obj) and not name.startswith("_"):
-                found[name] = obj
-    order = list(SETTINGS) + sorted(set(found) - set(SETTINGS))
-    return [(name, found[name]) for name in order if name in found]
+    for cls in (*variants.VARIANTS, *variants.ATTENTION_FREE):
+        found[cls.__name__] = cls
+    order = [name for name in SETTINGS if name in found] + [name for name in found if name not in SETTINGS]
+    return [(name, found[name]) for name in order]
 
 
 def factory_for(cls: type, seq_len: int, overrides: dict):
@@ -151,9 +147,11 @@ def make_task(name: str, n_examples: int, seq_len: int, seed: int):
 
 def run_variant(factory, args, train, test, vocab, n_labels) -> dict:
     seed_everything(args.seed)
-    model = EncoderTagger(vocab, n_labels, d_model=32, num_heads=2, num_layers=args.layers,
-                          d_ff=64, max_len=args.seq_len, attention=factory)
+    model = EncoderTagger(vocab, n_labels, d_model=args.d_model, num_heads=args.heads,
+                          num_layers=args.layers, d_ff=2 * args.d_model, max_len=args.seq_len,
+                          attention=factory)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    scheduler = lr_schedule(optimizer, args.steps, args.schedule, args.warmup)
     generator = torch.Generator().manual_seed(args.seed)
     step_times = []
     model.train()
@@ -166,6 +164,7 @@ def run_variant(factory, args, train, test, vocab, n_labels) -> dict:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        scheduler.step()
         step_times.append(time.perf_counter() - start)
         if not torch.isfinite(loss):
             break
@@ -187,26 +186,47 @@ def run_variant(factory, args, train, test, vocab, n_labels) -> dict:
     }
 
 
+def store(results: dict, path: Path) -> dict:
+    """Write ``results`` to ``path``, keeping the rows another run (``--only`` in a second
+    process) stored there meanwhile under the same settings; returns what was written."""
+    if path.exists():
+        stored = json.loads(path.read_text())
+        if stored.get("settings") == results["settings"]:
+            results = {**results, "rows": {**stored["rows"], **results["rows"]}}
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(results, indent=1) + "\n")
+    temporary.replace(path)  # atomic: a reader never sees half a file
+    return results
+
+
 def settings_of(args) -> dict:
-    keys = ("task", "seq_len", "n_train", "n_test", "steps", "batch_size", "lr", "layers", "seed")
+    keys = ("task", "seq_len", "n_train", "n_test", "steps", "batch_size", "lr", "schedule", "warmup",
+            "d_model", "heads", "layers", "seed")
     return {key: getattr(args, key) for key in keys}
 
 
 def plot(results: dict, path: Path) -> None:
+    """The picture: one marker per variant (area ~ peak memory), numbered; the numbers are
+    listed beside the axes (so that close markers never hide each other's names)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     settings, rows = results["settings"], results["rows"]
-    families = sorted({row["family"] for row in rows.values()})
+    families = list(dict.fromkeys(row["family"] for row in rows.values()))
     colours = dict(zip(families, plt.cm.tab10.colors, strict=False))
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    for label, row in rows.items():
-        ax.scatter(row["steps_per_s"], row["accuracy"], s=15 * row["peak_mib"] ** 0.75,
-                   color=colours[row["family"]], alpha=0.6, edgecolors="black", linewidths=0.5)
-        ax.annotate(label, (row["steps_per_s"], row["accuracy"]), fontsize=7,
-                    xytext=(5, 3), textcoords="offset points")
+    fig, (ax, key) = plt.subplots(1, 2, figsize=(10, 5.5), gridspec_kw={"width_ratios": [2.3, 1]})
+    biggest = max(row["peak_mib"] for row in rows.values())
+    for number, (label, row) in enumerate(rows.items(), start=1):
+        x, y = row["steps_per_s"], row["accuracy"]
+        ax.scatter(x, y, s=20 + 600 * row["peak_mib"] / biggest, color=colours[row["family"]],
+                   alpha=0.45, edgecolors="black", linewidths=0.5)
+        ax.annotate(str(number), (x, y), fontsize=7, ha="center", va="center")
+        key.text(0.0, 0.99 - 0.029 * (number - 1), f"{number:2d}  {label}: {y:.2f}, "
+                 f"{row['peak_mib']:.0f} MiB", color=colours[row["family"]], fontsize=7.5,
+                 va="center", transform=key.transAxes)
+    key.axis("off")
     for family, colour in colours.items():
         ax.scatter([], [], color=colour, label=family, s=30)
     ax.axhline(0.25, color="grey", linestyle=":", label="chance")
@@ -215,8 +235,10 @@ def plot(results: dict, path: Path) -> None:
     ax.set_ylabel("held-out accuracy")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{settings['task']} task, N = {settings['seq_len']}, {settings['layers']} layers, "
-                 f"{settings['steps']} steps (marker area ~ peak memory)", fontsize=9)
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
+                 f"{settings['steps']} steps of {settings['batch_size']} "
+                 "(marker area ~ peak memory)", fontsize=9)
+    handles, names = ax.get_legend_handles_labels()
+    key.legend(handles, names, loc="lower left", fontsize=7, frameon=False)  # families, below the key
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -268,7 +290,12 @@ def main() -> None:
     parser.add_argument("--n-test", type=int, default=1024)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
+    parser.add_argument("--schedule", choices=("warmup_cosine", "one_cycle", "constant"),
+                        default="constant", help="lectures_lib.training.lr_schedule")
+    parser.add_argument("--warmup", type=float, default=0.1, help="warm-up fraction of --steps")
+    parser.add_argument("--d-model", type=int, default=32)
+    parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", nargs="*", help="class names to run (default: all found)")
@@ -301,8 +328,9 @@ def main() -> None:
     seed_everything(args.seed)
     (train, vocab, n_labels) = make_task(args.task, args.n_train, args.seq_len, seed=args.seed)
     test = make_task(args.task, args.n_test, args.seq_len, seed=args.seed + 1)[0]
-    print(f"# {args.task}, seq_len={args.seq_len}, {args.layers} layers, {args.steps} steps of "
-          f"{args.batch_size}, lr={args.lr}; {results['environment']}; chance 0.25")
+    print(f"# {args.task}, seq_len={args.seq_len}, d_model={args.d_model}, {args.heads} heads, "
+          f"{args.layers} layers, {args.steps} steps of {args.batch_size}, lr={args.lr} "
+          f"({args.schedule}, warm-up {args.warmup}); {results['environment']}; chance 0.25")
     print("| attention | family | accuracy | steps / s | peak memory (MiB) |")
     print("|---|---|---:|---:|---:|")
     for name, cls in discover():
@@ -311,11 +339,15 @@ def main() -> None:
         label, family, overrides = SETTINGS.get(name, (name, "other", {}))
         if label in results["rows"]:
             continue
-        row = run_variant(factory_for(cls, args.seq_len, overrides), args, train, test, vocab,
-                          n_labels)
+        try:
+            row = run_variant(factory_for(cls, args.seq_len, overrides), args, train, test, vocab,
+                              n_labels)
+        except Exception as error:  # noqa: BLE001 - one broken variant must not stop the others
+            print(f"| {label} | {family} | failed: {type(error).__name__}: {error} | | |", flush=True)
+            continue  # nothing stored: --resume runs it again
         row.update(family=family, cls=name)
         results["rows"][label] = row
-        args.json.write_text(json.dumps(results, indent=1) + "\n")
+        results = store(results, args.json)
         print(f"| {label} | {family} | {row['accuracy']:.3f} | {row['steps_per_s']:.2f} | "
               f"{row['peak_mib']:.1f} |", flush=True)
     if args.plot:

@@ -15,17 +15,32 @@ grow with the square of the sequence length :math:`N`. The lecture's variants sk
 * :mod:`~lectures_lib.variants.sinkhorn`: a learned pattern, the Sinkhorn sorting network;
 * :mod:`~lectures_lib.variants.low_rank`: representative keys, Linformer and compressed attention;
 * :mod:`~lectures_lib.variants.linear`: linear attention and Performer, :math:`O(N)` memory;
-* :mod:`~lectures_lib.variants.synthesizer`: Dense and Random Synthesizer (no q and k).
+* :mod:`~lectures_lib.variants.chunked`: Reformer's sorted chunks and the Routing Transformer's
+  balanced clusters, clustered attention in memory linear in :math:`N`;
+* :mod:`~lectures_lib.variants.efficient`: Efficient Attention (softmax over the features of Q and
+  over the positions of K, then :math:`Q(K^\top V)`);
+* :mod:`~lectures_lib.variants.synthesizer`: Dense and Random Synthesizer (no q and k);
+* :mod:`~lectures_lib.variants.attention_free`: the uniform average (the content-blind baseline)
+  and FNet's Fourier mixing (no attention at all: :data:`ATTENTION_FREE`).
 
-Every module here is an :class:`~.base.AttentionVariant` and an attention factory,
+Every attention module here is an :class:`~.base.AttentionVariant` and an attention factory,
 ``EncoderTagger(..., attention=partial(Cls, ...))``, with one constructor convention,
 ``Cls(d_model, num_heads, dropout=0.0, *, bias=True, <own options>)``; :data:`VARIANTS` lists
-them all (the test suite runs every one of them through the same checks).
+them all (the test suite runs every one of them through the same checks, and
+``benchmarks/long_range.py`` trains every one of them). FNet's :class:`FourierMixing` is a factory
+too but has no attention (no weights, no value projection): :data:`ATTENTION_FREE` lists it.
 Derived in ``06_attention_variants.ipynb`` (patterns, local, clustering) and
 ``07_efficient_attention.ipynb`` (Sinkhorn, low rank, linear, Performer, Synthesizer).
 """
 
+from .attention_free import FourierMixing, UniformAttention, fourier_mixing, uniform_attention
 from .base import AttentionVariant, PatternAttention
+from .chunked import (
+    BalancedRoutingAttention,
+    ReformerAttention,
+    balanced_routing_attention,
+    lsh_chunked_attention,
+)
 from .clustering import (
     LSHAttention,
     RoutingAttention,
@@ -36,6 +51,7 @@ from .clustering import (
     nearest_centroid,
     random_rotations,
 )
+from .efficient import EfficientAttention, efficient_attention
 from .linear import (
     LinearAttention,
     PerformerAttention,
@@ -73,18 +89,38 @@ VARIANTS: tuple[type[AttentionVariant], ...] = (
     LongformerAttention,
     BigBirdAttention,
     LSHAttention,
+    ReformerAttention,
     RoutingAttention,
+    BalancedRoutingAttention,
     SinkhornAttention,
     LinformerAttention,
     CompressedAttention,
     LinearAttention,
     PerformerAttention,
+    EfficientAttention,
     DenseSynthesizerAttention,
     RandomSynthesizerAttention,
+    UniformAttention,
 )
+
+#: Token mixers with no attention at all (no weights, no value projection): attention factories
+#: that are not :class:`AttentionVariant`\ s, so they have their own registry and their own checks
+#: (``tests/variants/test_attention_free.py``). FNet's Fourier mixing.
+ATTENTION_FREE: tuple[type, ...] = (FourierMixing,)
 
 __all__ = [
     "VARIANTS",
+    "ATTENTION_FREE",
+    "UniformAttention",
+    "uniform_attention",
+    "FourierMixing",
+    "fourier_mixing",
+    "EfficientAttention",
+    "efficient_attention",
+    "ReformerAttention",
+    "lsh_chunked_attention",
+    "BalancedRoutingAttention",
+    "balanced_routing_attention",
     "AttentionVariant",
     "local_mask",
     "stride_mask",

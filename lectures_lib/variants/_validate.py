@@ -438,8 +438,10 @@ def lsh_chunked_attention(q, k, v, buckets, chunk_size, *, same_bucket=True, exc
     check_bool(exclude_self, "exclude_self")
 
 
-def balanced_members(x, centroids, size):
+def balanced_members(x, centroids, size, valid=None):
     check_tensor(x, "x", dtype="floating")
+    if valid is not None:
+        check_tensor(valid, "valid", dtype=torch.bool)
     check_tensor(centroids, "centroids", dtype="floating")
     if x.dim() < 2 or centroids.dim() < 2 or x.shape[-1] != centroids.shape[-1]:
         raise ValueError(

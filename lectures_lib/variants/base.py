@@ -1,4 +1,4 @@
-r"""What every attention variant shares: :class:`AttentionVariant` (the base of all twelve, with
+r"""What every attention variant shares: :class:`AttentionVariant` (the base of every one, with
 the capability flags the door checks read), :class:`PatternAttention` (the sparse-pattern
 modules of section 06), the one mask classifier :func:`split_mask`, and two small tensor helpers.
 

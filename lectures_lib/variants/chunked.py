@@ -149,6 +149,8 @@ def lsh_chunk_mask(buckets: torch.Tensor, chunk_size: int, *, same_bucket: bool 
     round, key j is in query i's chunk or the previous one (and, with ``same_bucket``, in its
     bucket). ``buckets`` long ``(..., rounds, n)``. Builds ``n x n``: for pictures and checks."""
     lead, (rounds, n) = buckets.shape[:-2], buckets.shape[-2:]
+    if buckets.numel() == 0:  # no position (or no example): the empty mask
+        return torch.zeros(*lead, n, n, dtype=torch.bool, device=buckets.device)
     flat = buckets.reshape(-1, n)  # (BR, n)
     _, chunk, n_chunks = _sorted_chunks(flat, chunk_size)
     kept = _chunk_neighbours(chunk[:, :, None], chunk[:, None, :], n_chunks)  # (BR, n, n)
@@ -197,9 +199,9 @@ def lsh_chunked_attention(
     :func:`drop_self`).
     """
     lead, n, d_v = q.shape[:-2], q.shape[-2], v.shape[-1]
-    if n == 0:
-        return v.new_zeros(*lead, 0, d_v)
     batch, rounds = math.prod(lead), buckets.shape[-2]
+    if n == 0 or batch == 0:  # nothing to attend to, or no one asking: dense attention's result
+        return v.new_zeros(*lead, n, d_v)
     chunk_size = min(chunk_size, n)
     flat = buckets.to(q.device).expand(*lead, rounds, n).reshape(batch * rounds, n)  # (BR, n)
     order, chunk, n_chunks = _sorted_chunks(flat, chunk_size)  # (BR, C, m), (BR, n)
@@ -254,17 +256,25 @@ def lsh_chunked_attention(
 
 
 @validated(_validate.balanced_members)
-def balanced_members(x: torch.Tensor, centroids: torch.Tensor, size: int) -> torch.Tensor:
+def balanced_members(
+    x: torch.Tensor, centroids: torch.Tensor, size: int, valid: torch.Tensor | None = None
+) -> torch.Tensor:
     r"""Balanced clusters: centroid :math:`c` takes the ``size`` vectors with the largest
     :math:`\hat x \cdot \mu_c` (spherical). ``x`` ``(..., n, d)``, ``centroids`` ``(..., C, d)`` ->
     long ``(..., C, size)`` positions, increasing. A vector may join several clusters, or none.
+    ``valid`` bool ``(..., n)`` (True = a real position; e.g. the key-padding mask): every valid
+    vector ranks before every invalid one, so which *valid* vectors join depends on the valid ones
+    only (padding cannot push a real token out of a cluster).
     The similarities are computed for 32 centroids at a time (never all ``n x C`` at once)."""
     directions = F.normalize(x, dim=-1)  # (..., n, d)
     centroids = centroids.to(x.dtype)
-    picked = [
-        (directions @ part.transpose(-2, -1)).transpose(-2, -1).topk(size, dim=-1).indices
-        for part in centroids.split(32, dim=-2)
-    ]  # each (..., <= 32, size)
+
+    def similarities(part):  # (..., <= 32, n)
+        scores = (directions @ part.transpose(-2, -1)).transpose(-2, -1)
+        return scores if valid is None else scores.masked_fill(~valid[..., None, :], float("-inf"))
+
+    picked = [similarities(part).topk(size, dim=-1).indices
+              for part in centroids.split(32, dim=-2)]  # each (..., <= 32, size)
     return torch.cat(picked, dim=-2).sort(dim=-1).values  # (..., C, size)
 
 
@@ -318,6 +328,8 @@ def balanced_routing_attention(
     """
     lead, n, d_v = q.shape[:-2], q.shape[-2], v.shape[-1]
     batch = math.prod(lead)
+    if n == 0 or batch == 0:  # nothing to attend to, or no one asking: dense attention's result
+        return v.new_zeros(*lead, n, d_v)
     C = query_members.shape[-2]
     q_index = query_members.to(q.device).expand(*lead, *query_members.shape[-2:]).reshape(batch * C, -1)
     k_index = key_members.to(q.device).expand(*lead, *key_members.shape[-2:]).reshape(batch * C, -1)
@@ -371,10 +383,11 @@ class ReformerAttention(LSHAttention):
     a subset of the bucket mask when a bucket spans more than two chunks.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *,
-                 chunk_size: int = 32, same_bucket: bool = True, exclude_self: bool = True,
-                 **options) -> None:
-        super().__init__(d_model, num_heads, dropout, **options)
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, bias: bool = True,
+                 n_buckets: int = 8, n_hashes: int = 2, seed: int = 0, chunk_size: int = 32,
+                 same_bucket: bool = True, exclude_self: bool = True) -> None:
+        super().__init__(d_model, num_heads, dropout, bias=bias, n_buckets=n_buckets,
+                         n_hashes=n_hashes, seed=seed)
         _validate.reformer_module(self, chunk_size, same_bucket, exclude_self)
         self.chunk_size, self.same_bucket, self.exclude_self = chunk_size, same_bucket, exclude_self
 
@@ -403,8 +416,11 @@ class ReformerAttention(LSHAttention):
                 exclude_self=self.exclude_self, key_mask=key_mask, dropout_p=dropout_p,
             )
             return out, None
-        # Weights asked for (pictures), or a mask that is already n x n: dense under the pattern.
-        allowed = self._allowed(q, mask if key_mask is None else key_mask[..., None, :])
+        # Weights asked for (pictures), or a mask that is already n x n (causal, a band): dense
+        # under the pattern and the whole mask (not only its key-padding row).
+        if kind == "keys":
+            mask = None if key_mask is None else key_mask[..., None, :]  # (batch|1, heads|1, 1, n)
+        allowed = self._allowed(q, mask)
         return scaled_dot_product_attention(q, keys, v, allowed, dropout_p) if need_weights else (
             fused_attention(q, keys, v, allowed, dropout_p), None)
 
@@ -425,33 +441,51 @@ class BalancedRoutingAttention(RoutingAttention):
         cluster_size: members per cluster (default ``None``: :math:`\lceil N / C \rceil`, so
             every cluster is as large as an even split).
 
-    A query in no cluster gets a zero output; :meth:`pattern` is :func:`membership_mask`.
+    A query in no cluster gets a zero output; :meth:`pattern` is :func:`membership_mask`. Which
+    vectors a centroid takes depends on every position, later ones included, so there is no
+    causal form here (``masks = "keys"``); under key padding the padded positions are chosen
+    last (:func:`balanced_members`' ``valid``), so padding never changes a real token's output.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *,
-                 cluster_size: int | None = None, **options) -> None:
-        super().__init__(d_model, num_heads, dropout, **options)
+    masks = "keys"
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, bias: bool = True,
+                 n_clusters: int = 4, decay: float = 0.999, seed: int = 0,
+                 cluster_size: int | None = None) -> None:
+        super().__init__(d_model, num_heads, dropout, bias=bias, n_clusters=n_clusters,
+                         decay=decay, seed=seed)
         _validate.balanced_routing_module(self, cluster_size)
         self.cluster_size = cluster_size
 
-    def members(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Balanced members ``(batch, heads, C, size)`` of the queries and of the keys."""
+    def members(self, q: torch.Tensor, k: torch.Tensor, key_mask: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Balanced members ``(batch, heads, C, size)`` of the queries and of the keys; with a
+        key-padding ``key_mask`` ``(batch|1, heads|1, n)`` the padded positions are taken last."""
         n = q.shape[-2]
         size = min(self.cluster_size or -(-n // self.n_clusters), n)
         centroids = self.centroids[None]  # (1, heads, C, d_head)
-        return balanced_members(q, centroids, size), balanced_members(k, centroids, size)
+        if n == 0:  # no position to take
+            empty = torch.zeros(*q.shape[:-2], self.n_clusters, 0, dtype=torch.long, device=q.device)
+            return empty, empty
+        return (balanced_members(q, centroids, size, key_mask),
+                balanced_members(k, centroids, size, key_mask))
 
     def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         return membership_mask(*self.members(q, k), q.shape[-2])
 
+    def attend(self, q, k, v, mask, need_weights):
+        self.supported_mask(mask, q.shape[-2], k.shape[-2])  # refused inside a model too
+        return super().attend(q, k, v, mask, need_weights)
+
     def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
+        members = self.members(q, k, key_mask)
         if need_weights:
-            allowed = self.pattern(q, k)
+            allowed = membership_mask(*members, q.shape[-2])
             if key_mask is not None:
                 allowed = allowed & key_mask[..., None, :]
             result = scaled_dot_product_attention(q, k, v, allowed, dropout_p)
         else:
-            result = balanced_routing_attention(q, k, v, *self.members(q, k), key_mask=key_mask,
+            result = balanced_routing_attention(q, k, v, *members, key_mask=key_mask,
                                                 dropout_p=dropout_p), None
         if self.training:  # after attending: the pattern used is the one pattern() reports
             self.update_centroids(q, k)

@@ -58,6 +58,9 @@ class EfficientAttention(AttentionVariant):
 
     masks = "keys"  # the keys are normalised over all positions at once: no causal form
 
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, bias: bool = True) -> None:
+        super().__init__(d_model, num_heads, dropout, bias=bias)  # the variants' one convention
+
     def attend(self, q, k, v, mask, need_weights):
         key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # (b|1, h|1, 1, n_k)
         if key_mask is not None:

@@ -60,11 +60,45 @@ def matmul_flops(attention, n, d):
 # -- shared checks of the section-06 pattern modules (LocalAttention, Longformer, ...) --------
 
 
+def reference_keys(module, q, k):
+    """The keys of ``module``'s dense reference, per head: its own keys, except for a shared-QK
+    module (Reformer, :class:`~lectures_lib.variants.ReformerAttention`), whose keys are its
+    normalised queries, k_j = q_j / |q_j| (its key projection is unused)."""
+    from lectures_lib.variants import ReformerAttention
+
+    return torch.nn.functional.normalize(q, dim=-1) if isinstance(module, ReformerAttention) else k
+
+
+def reference_mask(module, q, k, mask=None):
+    """The cells of ``module``'s dense reference: ``module.pattern(q, k) & mask``, except that
+    Reformer's self rule (:func:`~lectures_lib.variants.chunked.drop_self`: a query sees itself
+    only when it has no other key) applies to the cells left *after* the mask, and that the
+    balanced Routing Transformer's clusters are chosen among the unpadded positions first
+    (:meth:`~lectures_lib.variants.BalancedRoutingAttention.members` with the key-padding mask)."""
+    from lectures_lib.variants import BalancedRoutingAttention, ReformerAttention
+    from lectures_lib.variants.chunked import drop_self, lsh_chunk_mask, membership_mask
+
+    if isinstance(module, ReformerAttention) and module.exclude_self:
+        cells = lsh_chunk_mask(module.buckets(q), module.chunk_size, same_bucket=module.same_bucket)
+        return drop_self(cells if mask is None else cells & mask)
+    if isinstance(module, BalancedRoutingAttention) and mask is not None:
+        key_mask = mask[..., -1, :]  # (batch|1, heads|1, n): key padding, the one mask it takes
+        return membership_mask(*module.members(q, k, key_mask), q.shape[-2]) & mask
+    pattern = module.pattern(q, k)
+    return pattern if mask is None else pattern & mask
+
+
 def reference_of(module):
-    """A plain MultiHeadAttention with the module's weights: dense attention to compare with."""
+    """Dense attention with the module's weights to compare with: a plain MultiHeadAttention whose
+    keys are :func:`reference_keys` (tied to the queries for a shared-QK module)."""
     from lectures_lib.attention import MultiHeadAttention
 
-    reference = MultiHeadAttention(module.d_model, module.num_heads).to(
+    class DenseReference(MultiHeadAttention):
+        def project(self, query, key, value, positions=None):
+            q, k, v = super().project(query, key, value, positions)
+            return q, reference_keys(module, q, k), v
+
+    reference = DenseReference(module.d_model, module.num_heads).to(
         dtype=module.q_proj.weight.dtype
     )
     reference.load_state_dict(module.state_dict(), strict=False)
@@ -78,7 +112,7 @@ def assert_module_equals_dense(module, x, mask=None):
     reference = reference_of(module)
     q, k, _ = module.project(x, x, x)
     pattern = module.pattern(q, k)
-    combined = pattern if mask is None else pattern & mask
+    combined = reference_mask(module, q, k, mask)
     out, weights = module(x, x, x, mask)
     expected_out, expected_weights = reference(x, x, x, combined)
     torch.testing.assert_close(out, expected_out, msg="module != dense attention under its mask")
@@ -93,9 +127,7 @@ def assert_module_gradients_equal_dense(module, x, mask=None):
     module = module.eval()
     reference = reference_of(module)
     q, k, _ = module.project(x, x, x)
-    combined = module.pattern(q, k).detach()
-    if mask is not None:
-        combined = combined & mask
+    combined = reference_mask(module, q, k, mask).detach()
     upstream = torch.randn(*x.shape, dtype=x.dtype)
 
     def grads(run):

@@ -2,14 +2,17 @@
 ``lectures_lib.variants.efficient`` (Efficient Attention, Shen et al.): each against a reference
 written from the paper's formula, masks, the N x N matrix never built, and use as a factory."""
 
+import inspect
 import math
 
 import pytest
 import torch
+from torch import nn
 
 from lectures_lib.attention import MultiHeadAttention
 from lectures_lib.masks import causal_mask
 from lectures_lib.models import EncoderTagger
+from lectures_lib.variants import ATTENTION_FREE, AttentionVariant
 from lectures_lib.variants.attention_free import (
     FourierMixing,
     UniformAttention,
@@ -110,6 +113,22 @@ def test_uniform_attention_is_full_attention_without_content():
         torch.testing.assert_close(weights, expected_weights)
 
 
+def test_uniform_attention_is_the_mean_over_the_unmasked_positions():
+    """Its dense reference, written as a loop: every query gets the plain mean of the values of
+    the keys it may attend to (all of them without a mask)."""
+    torch.manual_seed(8)
+    module = UniformAttention(8, 2).double().eval()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    keep = torch.tensor([[True] * 5, [True, True, False, True, False]])
+    q, k, v = module.project(x, x, x)  # (2, heads, 5, d_head)
+    out, _ = module.attend(q, k, v, keep[:, None, None, :], False)
+    for b in range(2):
+        allowed = [j for j in range(5) if keep[b, j]]
+        mean = sum(v[b, :, j] for j in allowed) / len(allowed)  # (heads, d_head)
+        for i in range(5):
+            torch.testing.assert_close(out[b, :, i], mean)
+
+
 def test_uniform_attention_refuses_a_query_mask():
     with pytest.raises(ValueError, match="mask"):
         UniformAttention(8, 2)(torch.randn(1, 4, 8), torch.randn(1, 4, 8), torch.randn(1, 4, 8),
@@ -156,6 +175,33 @@ def test_fourier_mixing_mixes_every_position_and_ignores_padding():
         FourierMixing(0)
     with pytest.raises(ValueError, match="dropout"):
         FourierMixing(4, 1, 1.5)
+
+
+def test_the_attention_free_registry_holds_every_token_mixer_the_package_exports():
+    """``variants.ATTENTION_FREE`` lists every exported factory class that is not an attention
+    variant (no q.k, no weights, no value projection): the benchmark finds FNet there."""
+    import lectures_lib.variants as variants
+
+    exported = {getattr(variants, name) for name in variants.__all__}
+    mixers = {obj for obj in exported if inspect.isclass(obj) and issubclass(obj, nn.Module)
+              and not issubclass(obj, AttentionVariant)}
+    assert mixers == set(ATTENTION_FREE), "list a new attention-free mixer in ATTENTION_FREE"
+
+
+@pytest.mark.parametrize("cls", ATTENTION_FREE, ids=lambda c: c.__name__)
+def test_an_attention_free_mixer_equals_its_reference_and_refuses_what_it_cannot_honour(cls):
+    """FNet's reference: the real part of the 2-D DFT (positions x hidden) of the input with the
+    padded positions zeroed; a causal mask or a band is refused (every position sees all)."""
+    torch.manual_seed(9)
+    module = cls(6, 2)
+    x = torch.randn(2, 5, 6, dtype=torch.float64)
+    keep = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    kept = x * keep[..., None]
+    expected = (dft(5) @ kept.to(torch.complex128) @ dft(6)).real
+    torch.testing.assert_close(module(x, x, x, keep[:, None, None, :])[0], expected)
+    for mask in (causal_mask(5), (torch.arange(5)[:, None] - torch.arange(5)).abs() <= 1):
+        with pytest.raises(ValueError, match="key-padding mask"):
+            module(x, x, x, mask)
 
 
 @pytest.mark.parametrize("factory", [UniformAttention, FourierMixing, EfficientAttention])

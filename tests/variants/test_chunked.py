@@ -22,6 +22,8 @@ from lectures_lib.variants.chunked import (
     membership_mask,
 )
 
+from .helpers import reference_keys, reference_mask
+
 
 def dense(q, k, v, mask):
     out = scaled_dot_product_attention(q, k, v, mask)
@@ -193,12 +195,13 @@ def test_modules_equal_dense_under_their_pattern(factory):
     reference, weights = module(x, x, x, padding, need_weights=True)
     torch.testing.assert_close(efficient, reference)
     assert bool((weights[..., 20:] == 0).all())
-    # The dense path really is dense attention of the projections under pattern() & mask.
-    q, k, v = module.project(x, x, x) if hasattr(module, "project") else (None, None, None)
-    if q is not None:
-        keys = F.normalize(q, dim=-1) if isinstance(module, ReformerAttention) else k
-        allowed = module.pattern(q, keys) & padding
-        torch.testing.assert_close(weights, scaled_dot_product_attention(q, keys, v, allowed)[1])
+    # The dense path really is dense attention of the projections under the module's cells
+    # (pattern() & mask; Reformer's self rule after the mask, balanced clusters chosen among the
+    # unpadded positions first: helpers.reference_mask), with Reformer's keys tied to its queries.
+    q, k, v = module.project(x, x, x)
+    allowed = reference_mask(module, q, k, padding[None, None, None, :])
+    keys = reference_keys(module, q, k)
+    torch.testing.assert_close(weights, scaled_dot_product_attention(q, keys, v, allowed)[1])
 
 
 def test_balanced_routing_trains_its_centroids_and_plugs_into_the_factory():

@@ -36,6 +36,8 @@ from .factory_helpers import decoder_is_causal
 from .helpers import (
     assert_module_equals_dense,
     assert_module_gradients_equal_dense,
+    reference_keys,
+    reference_mask,
     train_through_factory,
 )
 
@@ -87,7 +89,7 @@ def test_equals_its_dense_reference(cls, batch, n):
             fast, none = module.attend(q, k, v, mask, False)
         if isinstance(module, PatternAttention):
             expected_out, expected_weights = scaled_dot_product_attention(
-                q, k, v, module.pattern(q, k) & (True if mask is None else mask))
+                q, reference_keys(module, q, k), v, reference_mask(module, q, k, mask))
             torch.testing.assert_close(out, expected_out)
             torch.testing.assert_close(weights, expected_weights)
         if not cls.returns_weights:
