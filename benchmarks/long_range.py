@@ -233,7 +233,7 @@ def plot(results: dict, path: Path) -> None:
 
 SWEEP_VARIANTS = {
     "full": ("MultiHeadAttention", {}),
-    "uniform average (bag)": ("UniformAttention", {}),
+    "uniform average": ("UniformAttention", {}),
     "Synthesizer (random)": ("RandomSynthesizerAttention", {}),
     "Linformer (k = 8)": ("LinformerAttention", {"k": 8}),
 }
