@@ -19,8 +19,11 @@ Linformer with k = 8), over ``--seeds``, for ``--tasks``, into ``benchmarks/long
     python benchmarks/long_range.py --sweep --tasks binding --steps 512 --batch-size 32 \
         --n-train 2048 --seeds 0 1 2
 
-(512 steps: at N = 256 full attention is still learning at 256, 0.53 on average over two seeds;
-the retrieval rows are the older run, 256 steps, one layer, seeds 0 and 1).
+(512 steps: with 256, full attention was still learning at N >= 64, 0.53 on average over two
+seeds at N = 256; with 512 it reaches 0.9 with every seed up to N = 128 but not yet at 256, where
+two seeds of three are still learning: the budget that suffices grows with N. The retrieval rows
+are the older run, 256 steps, one layer, seeds 0 and 1.) Split over processes, e.g. one per
+variant with ``--variants`` and its own ``--sweep-json``, the rows can be merged afterwards.
 
 The task (``--task``, default ``binding``) is :func:`lectures_lib.data.binding_task`: every pair
 token occurs once in every sequence (the true pair of each key in the first half, the key's other
