@@ -54,7 +54,7 @@ from lectures_lib.data import (
     sequences,
     translation,
 )
-from lectures_lib.tooling import exercises, grading
+from lectures_lib.tooling import exercises, grading, sandbox_kernel
 from lectures_lib.variants import (
     VARIANTS,
     attention_free,
@@ -629,6 +629,11 @@ ROWS: list[Row] = [
     R(exercises.release_notebook, "an int name", lambda: exercises.release_notebook(notebook(), 4), TypeError, "name must be a non-empty str"),
     R(exercises.release, "source an int", lambda: exercises.release(3, "out"), TypeError, "source must be a path"),
     R(exercises.release, "keep_solutions a string", lambda: exercises.release("notebooks", "out", keep_solutions="no"), TypeError, "keep_solutions must be a bool"),
+    R(sandbox_kernel.install, "user a string", lambda: sandbox_kernel.install(user="yes"), TypeError, "user must be a bool"),
+    R(sandbox_kernel.install, "prefix an int", lambda: sandbox_kernel.install(prefix=3), TypeError, "prefix must be None or a non-empty path"),
+    R(sandbox_kernel.install, "user and prefix", lambda: sandbox_kernel.install(user=True, prefix="/tmp/x"), ValueError, "user and prefix are exclusive"),
+    R(sandbox_kernel.launch_command, "inner an int", lambda: sandbox_kernel.launch_command(3, "."), TypeError, "inner must be a path"),
+    R(sandbox_kernel.launch_command, "limits a dict", lambda: sandbox_kernel.launch_command("k", ".", {"memory": 1}), TypeError, "limits must be None or a sandbox Limits"),
     R(tooling.clone_root, "an int command", lambda: tooling.clone_root(3), TypeError, "command must be a non-empty str"),
     # grading
     R(grading.grade_submission, "path an int", lambda: grading.grade_submission(3), TypeError, "path must be a path"),
@@ -713,6 +718,9 @@ NO_ROW: dict[str, str] = {
     "lectures_lib.tooling.exercises.MarkerError": "an exception class: the library raises it",
     "lectures_lib.tooling.exercises.Region": "a record find_regions fills",
     "lectures_lib.tooling.exercises.Exercise": "a record find_exercises fills",
+    "lectures_lib.tooling.sandbox_kernel.kernel_spec": "takes no arguments",
+    "lectures_lib.tooling.sandbox_kernel.main": "a command line: argparse refuses bad arguments "
+    "with its usage; 'launch' and 'inner' are started by Jupyter and the launcher themselves",
     "lectures_lib.tooling.exercises.main": "a command line: argparse refuses bad arguments with its usage "
     "and exit status 2 (tests/test_exercises.py)",
 }

@@ -42,6 +42,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ..utils import check_bool, check_path
 from .sandbox import LIBRARY, Limits, _bwrap, _python, _python_roots, sandbox_problem
 
 __all__ = ["KERNEL_NAME", "kernel_spec", "install", "launch_command", "main"]
@@ -69,6 +70,7 @@ def kernel_spec() -> dict:
 def install(*, user: bool = False, prefix: str | None = None) -> str:
     """Install the kernelspec; returns the folder. Raises RuntimeError where no sandbox can be
     made (the kernel would refuse to start anyway)."""
+    _check_install(user, prefix)
     problem = sandbox_problem()
     if problem:
         raise RuntimeError(f"refusing to install the sandboxed kernel: {problem}")
@@ -80,6 +82,22 @@ def install(*, user: bool = False, prefix: str | None = None) -> str:
                                                        prefix=prefix)
 
 
+def _check_install(user: object, prefix: object) -> None:
+    check_bool(user, "user")
+    if prefix is not None and (not isinstance(prefix, (str, os.PathLike)) or not str(prefix)):
+        raise TypeError(f"prefix must be None or a non-empty path, got {type(prefix).__name__} "
+                        f"({prefix!r:.60})")
+    if user and prefix is not None:
+        raise ValueError(f"user and prefix are exclusive (user=True, prefix={prefix!r:.60})")
+
+
+def _check_launch(inner: object, cwd: object, limits: object) -> tuple[Path, Path]:
+    inner, cwd = check_path(inner, "inner"), check_path(cwd, "cwd")
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be None or a sandbox Limits, got {type(limits).__name__}")
+    return inner, cwd
+
+
 def _is_course(folder: Path) -> bool:
     return any((folder / marker).exists() for marker in COURSE_MARKERS)
 
@@ -87,6 +105,7 @@ def _is_course(folder: Path) -> bool:
 def launch_command(inner: Path, cwd: Path, limits: Limits | None = None) -> list[str]:
     """The ``bwrap`` command that starts IPython with the connection file ``inner/kernel.json``
     (its sockets in ``inner``), in ``cwd`` (read-only) unless ``cwd`` holds a course."""
+    inner, cwd = _check_launch(inner, cwd, limits)
     limits = limits or Limits()
     command = [
         _bwrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
