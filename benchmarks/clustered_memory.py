@@ -11,7 +11,8 @@ hold 64 positions and hash twice, local attention has window 32. Memory is
 process's peak resident set (``ru_maxrss``, which includes Python and torch themselves); time is
 the median CPU time of ``--repeats`` runs after one warm-up (one thread: far less noisy than
 wall-clock time on a shared machine). The old padded-bucket ``LSHAttention`` is run only up to
-``--max-padded`` (its memory grows like N^2: > 9 GB at N = 16384).
+``--max-padded`` (its memory grows like N^2: when the padded buckets would hold more scores than
+the N x N matrix it computes the masked dense form, about 7 GB at N = 16384).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ..attention import scaled_dot_product_attention
 from ..utils import validated
 from . import _validate
 from .base import PatternAttention, gather_rows
@@ -175,6 +176,14 @@ def clustered_attention(
         \text{out}_i = \sum_r \frac{e^{\ell_{r,i}}}{\sum_{r'} e^{\ell_{r',i}}}\,\text{out}_{r,i},
         \qquad \ell_{r,i} = \log \sum_{j \in c_r(i)} e^{s_{ij} - \log m_{ij}}.
 
+    The chunks are padded to the largest cluster, so they cost
+    :math:`R \cdot C \cdot B_q \cdot B_k` scores: :math:`n^2 / C` per round when the clusters are
+    balanced, but up to :math:`R \cdot C` times the :math:`n_q \times n_k` matrix when one cluster
+    holds (nearly) everything. When the chunks would hold more scores than the dense matrix, the
+    same result is computed as dense attention under the cluster mask (never more than dense):
+    unbalanced clusters save nothing, which is why Reformer cuts *equal* chunks instead
+    (:class:`~lectures_lib.variants.chunked.ReformerAttention`).
+
     Args:
         q, k, v: ``(..., n_q, d_k)``, ``(..., n_k, d_k)``, ``(..., n_k, d_v)``.
         query_clusters, key_clusters: long ``(..., rounds, n_q)`` / ``(..., rounds, n_k)`` in
@@ -195,6 +204,33 @@ def clustered_attention(
         out = q.new_zeros(*lead, n_q, v.shape[-1])
         return (out, q.new_zeros(*lead, n_q, n_k)) if need_weights else out
 
+    size_q, size_k = _largest_cluster(q_clusters, n_clusters), _largest_cluster(k_clusters, n_clusters)
+    path = _masked_dense if rounds * n_clusters * size_q * size_k > n_q * n_k else _chunked
+    return path(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_weights, dropout_p)
+
+
+def _largest_cluster(clusters: torch.Tensor, n_clusters: int) -> int:
+    """Members of the largest cluster of any row of ``clusters`` ``(B, rounds, n)``."""
+    return max(int(F.one_hot(clusters, n_clusters).sum(dim=-2).max()), 1)
+
+
+def _masked_dense(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_weights, dropout_p):
+    """``clustered_attention`` as dense attention under ``cluster_mask`` (and ``key_mask``)."""
+    lead, n_k = q.shape[:-2], k.shape[-2]
+    allowed = q_clusters[:, 0, :, None] == k_clusters[:, 0, None, :]  # (B, n_q, n_k), round 0
+    for r in range(1, q_clusters.shape[1]):  # the rounds one at a time: never (B, R, n_q, n_k)
+        allowed |= q_clusters[:, r, :, None] == k_clusters[:, r, None, :]
+    allowed = allowed.reshape(*lead, *allowed.shape[-2:])  # (..., n_q, n_k)
+    if key_mask is not None:
+        allowed = allowed & key_mask.to(q.device).expand(*lead, n_k)[..., None, :]
+    out, weights = scaled_dot_product_attention(q, k, v, allowed, dropout_p)
+    return (out, weights) if need_weights else out
+
+
+def _chunked(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_weights, dropout_p):
+    """``clustered_attention`` chunk by chunk: one dense attention per (round, cluster)."""
+    lead, n_q, n_k = q.shape[:-2], q.shape[-2], k.shape[-2]
+    batch, rounds = q_clusters.shape[:2]
     # Every round becomes a batch entry: (B * rounds, n).
     q_table, _ = _chunks(q_clusters.reshape(batch * rounds, n_q), n_clusters)  # (BR, C, Bq)
     k_table, _ = _chunks(k_clusters.reshape(batch * rounds, n_k), n_clusters)  # (BR, C, Bk)

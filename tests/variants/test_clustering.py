@@ -14,6 +14,7 @@ from lectures_lib.variants import (
     RoutingAttention,
     cluster_mask,
     clustered_attention,
+    clustering,
     kmeans,
     lsh_buckets,
     nearest_centroid,
@@ -31,7 +32,13 @@ from .helpers import (
 @pytest.mark.parametrize(("rounds", "n_clusters"), [(1, 1), (1, 3), (2, 4), (3, 2), (4, 5)])
 @pytest.mark.parametrize(("n_q", "n_k"), [(7, 7), (5, 9), (1, 4)])
 @pytest.mark.parametrize("padded", [False, True])
-def test_clustered_attention_equals_dense_under_cluster_mask(rounds, n_clusters, n_q, n_k, padded):
+@pytest.mark.parametrize("path", ["chosen", "chunked", "masked dense"])
+def test_clustered_attention_equals_dense_under_cluster_mask(rounds, n_clusters, n_q, n_k, padded,
+                                                             path, monkeypatch):
+    if path == "chunked":  # whatever the cost, take the chunks
+        monkeypatch.setattr(clustering, "_masked_dense", clustering._chunked)
+    if path == "masked dense":
+        monkeypatch.setattr(clustering, "_chunked", clustering._masked_dense)
     generator = torch.Generator().manual_seed(rounds * 100 + n_clusters * 10 + n_q)
     q, k, v = random_qkv(2, 3, n=n_q, n_k=n_k)
     query_clusters = torch.randint(0, n_clusters, (2, 3, rounds, n_q), generator=generator)
@@ -121,6 +128,24 @@ def test_clustered_attention_never_builds_n_by_n_for_balanced_clusters():
 
     produced, saved = largest_tensors(attention, n, d)
     assert max(produced, saved) <= n * n // clusters + n * d, (produced, saved)
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_unbalanced_clusters_cost_no_more_than_dense(rounds):
+    """Padded to the largest cluster, C clusters of which one holds nearly everything would cost
+    rounds * C times the n x n matrix; the masked dense form is taken instead (same result)."""
+    n, d, clusters = 512, 8, 8
+    lopsided = torch.zeros(1, rounds, n, dtype=torch.long)  # (batch, rounds, n)
+    lopsided[..., :clusters - 1] = torch.arange(1, clusters)  # one member in each other cluster
+
+    def attention(q, k, v):
+        return clustered_attention(q, k, v, lopsided, lopsided, clusters)
+
+    produced, saved = largest_tensors(attention, n, d)
+    assert max(produced, saved) <= n * n, (produced, saved)
+    q, k, v = random_qkv(1, n=n, d_k=d)
+    expected, _ = scaled_dot_product_attention(q, k, v, cluster_mask(lopsided, lopsided))
+    torch.testing.assert_close(attention(q, k, v), expected)
 
 
 @pytest.mark.parametrize(
