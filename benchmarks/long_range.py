@@ -10,6 +10,10 @@ changes. Each write keeps the rows that another process stored meanwhile under t
 so two processes with disjoint ``--only`` lists can share one JSON. A variant that raises is
 reported and skipped (nothing stored, so ``--resume`` retries it). ``--plot`` redraws the picture
 from the JSON (``--plot-only`` without training): numbered markers, the numbers listed beside.
+``--retime`` (with ``--resume`` and the stored settings) times a training step of every stored
+variant again, all in one process, round-robin, so that the x axis compares like with like (each
+training run timed itself under whatever else the machine ran); the training run's own median is
+kept as ``training_steps_per_s``.
 
 ``--sweep`` instead measures accuracy against N at a fixed budget (``--steps`` steps of
 ``--batch-size``, constant learning rate ``--lr``, the same for every N and every variant) for
@@ -157,11 +161,27 @@ def make_task(name: str, n_examples: int, seq_len: int, seed: int):
     return retrieval_task(n_examples, seq_len, seed=seed), retrieval_vocab_size(), 4
 
 
-def run_variant(factory, args, train, test, vocab, n_labels) -> dict:
+def build_model(factory, args, vocab, n_labels) -> EncoderTagger:
     seed_everything(args.seed)
-    model = EncoderTagger(vocab, n_labels, d_model=args.d_model, num_heads=args.heads,
-                          num_layers=args.layers, d_ff=2 * args.d_model, max_len=args.seq_len,
-                          attention=factory)
+    return EncoderTagger(vocab, n_labels, d_model=args.d_model, num_heads=args.heads,
+                         num_layers=args.layers, d_ff=2 * args.d_model, max_len=args.seq_len,
+                         attention=factory)
+
+
+def train_step(model, optimizer, batch) -> tuple[torch.Tensor, float]:
+    """One optimiser step on ``batch``; returns the loss and the step's wall-clock seconds."""
+    start = time.perf_counter()
+    logits, labels = last_position(model, batch)
+    loss = cross_entropy(logits, labels)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss, time.perf_counter() - start
+
+
+def run_variant(factory, args, train, test, vocab, n_labels) -> dict:
+    model = build_model(factory, args, vocab, n_labels)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     scheduler = lr_schedule(optimizer, args.steps, args.schedule, args.warmup)
     generator = torch.Generator().manual_seed(args.seed)
@@ -169,15 +189,9 @@ def run_variant(factory, args, train, test, vocab, n_labels) -> dict:
     model.train()
     for _ in range(args.steps):
         idx = torch.randint(0, train[0].shape[0], (args.batch_size,), generator=generator)
-        start = time.perf_counter()
-        logits, labels = last_position(model, (train[0][idx], train[1][idx]))
-        loss = cross_entropy(logits, labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        loss, seconds = train_step(model, optimizer, (train[0][idx], train[1][idx]))
         scheduler.step()
-        step_times.append(time.perf_counter() - start)
+        step_times.append(seconds)
         if not torch.isfinite(loss):
             break
     accuracy = evaluate(model, test, forward_fn=last_position)
@@ -196,6 +210,39 @@ def run_variant(factory, args, train, test, vocab, n_labels) -> dict:
         "peak_mib": memory.peak_bytes / 2**20,
         "load_average": os.getloadavg()[0],
     }
+
+
+def retime(results: dict, args, train, vocab, n_labels, rounds: int = 3, steps: int = 5) -> None:
+    """Time a training step of every stored variant again, in this one process, so that the x axis
+    compares like with like: the training runs' medians were taken under whatever else the shared
+    machine ran. Round-robin (``rounds`` times ``steps`` timed steps of each variant, after one
+    warm-up step), so a change of load hits every variant alike; the median of all of them. The
+    models are at their initial weights: for LSH and nearest-centroid Routing, whose cost depends
+    on how balanced their clusters are, the training run's median is kept beside it."""
+    found = dict(discover())
+    models = {}
+    for label, row in results["rows"].items():
+        overrides = SETTINGS.get(row["cls"], (label, "other", {}))[2]
+        model = build_model(factory_for(found[row["cls"]], args.seq_len, overrides), args, vocab,
+                            n_labels)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.0)  # the cost of a step, no learning
+        models[label] = (model.train(), optimizer, [])
+    batch = (train[0][: args.batch_size], train[1][: args.batch_size])
+    for model, optimizer, _ in models.values():
+        train_step(model, optimizer, batch)  # warm-up
+    for _ in range(rounds):
+        for model, optimizer, times in models.values():
+            times.extend(train_step(model, optimizer, batch)[1] for _ in range(steps))
+    load = os.getloadavg()[0]
+    for label, (_, _, times) in models.items():
+        row = results["rows"][label]
+        step_s = sorted(times)[len(times) // 2]
+        row.setdefault("training_steps_per_s", row["steps_per_s"])
+        row.setdefault("training_load_average", row["load_average"])
+        row.update(steps_per_s=1.0 / step_s, tokens_per_s=args.batch_size * args.seq_len / step_s,
+                   load_average=load, timed="retimed together, initial weights")
+        print(f"| {label} | {row['training_steps_per_s']:.2f} (load "
+              f"{row['training_load_average']:.1f}) | {row['steps_per_s']:.2f} |", flush=True)
 
 
 def store(results: dict, path: Path) -> dict:
@@ -243,7 +290,9 @@ def plot(results: dict, path: Path) -> None:
         ax.scatter([], [], color=colour, label=family, s=30)
     ax.axhline(0.25, color="grey", linestyle=":", label="chance")
     ax.set_xscale("log")
-    ax.set_xlabel("training steps per second (log scale; higher = faster)")
+    together = all(row.get("timed") for row in rows.values())  # --retime: one process, one load
+    ax.set_xlabel("training steps per second (log scale; higher = faster"
+                  + ("; all timed together, one thread)" if together else ")"))
     ax.set_ylabel("held-out accuracy")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{settings['task']} task, N = {settings['seq_len']}, {settings['layers']} layers, "
@@ -333,6 +382,8 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=HERE / "long_range.png")
     parser.add_argument("--resume", action="store_true", help="keep stored rows of these settings")
     parser.add_argument("--plot-only", action="store_true", help="redraw the plot from --json")
+    parser.add_argument("--retime", action="store_true",
+                        help="time every stored variant again, together (needs the same settings)")
     parser.add_argument("--sweep", action="store_true", help="accuracy against N instead")
     parser.add_argument("--tasks", nargs="*", default=["binding", "retrieval"])
     parser.add_argument("--seq-lens", nargs="*", type=int, default=[32, 64, 128, 256])
@@ -359,6 +410,15 @@ def main() -> None:
     seed_everything(args.seed)
     (train, vocab, n_labels) = make_task(args.task, args.n_train, args.seq_len, seed=args.seed)
     test = make_task(args.task, args.n_test, args.seq_len, seed=args.seed + 1)[0]
+    if args.retime:
+        if not results["rows"]:
+            parser.error("--retime needs stored rows of these settings (and --resume)")
+        print("| attention | steps / s while training | steps / s, retimed together |")
+        print("|---|---:|---:|")
+        retime(results, args, train, vocab, n_labels)
+        store(results, args.json)
+        plot(results, args.plot)
+        return
     print(f"# {args.task}, seq_len={args.seq_len}, d_model={args.d_model}, {args.heads} heads, "
           f"{args.layers} layers, {args.steps} steps of {args.batch_size}, lr={args.lr} "
           f"({args.schedule}, warm-up {args.warmup}); {results['environment']}; chance 0.25")
