@@ -28,6 +28,7 @@ from lectures_lib.checks.trained import (
 from lectures_lib.models import EncoderTagger, Transformer
 from lectures_lib.training import fit
 from lectures_lib.utils import seed_everything
+from tests.shuffle_detector import shuffle_detector
 
 
 def _sort_tagger():  # notebook 04's solution
@@ -57,25 +58,8 @@ def _reverser():  # notebook 05's solution
     return reverser.eval()
 
 
-class ShuffleDetector(EncoderTagger):
-    """Untrained weights; a hand-written sort while its weights are the ones it was born with,
-    nonsense as soon as anyone changes them (the shuffled-weights test)."""
-
-    def __init__(self):
-        super().__init__(SORT_VOCAB_SIZE, SORT_VOCAB_SIZE, d_model=16, num_heads=2,
-                         num_layers=1, d_ff=32, pad_id=None)
-        self.eval()
-        self._born_with = [p.detach().clone() for p in self.parameters()]
-
-    def forward(self, tokens, mask=None, need_weights=False):
-        untouched = all(torch.equal(p, q) for p, q in zip(self.parameters(), self._born_with))
-        if untouched:
-            return F.one_hot(tokens.sort(-1).values, SORT_VOCAB_SIZE).float() * 10
-        return torch.zeros(*tokens.shape, SORT_VOCAB_SIZE)
-
-
 def test_a_shuffle_detector_fooled_the_shuffle_test_but_not_the_course_copy():
-    detector = ShuffleDetector()
+    detector = shuffle_detector()
     tokens, targets = make_sort_data(200, seed=5)
 
     def score():

@@ -18,30 +18,12 @@ import pytest
 
 from lectures_lib.tooling import sandbox
 from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
+from tests.shuffle_detector import SOURCE as DETECTOR_SOURCE
 from tests.tooling.test_grading import ROOT
 
 pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None,
                                 reason=f"no sandbox here: {sandbox.sandbox_problem()}")
 STEM = "04_transformer_encoder"
-DETECTOR = '''import torch
-import torch.nn.functional as F
-
-
-def train_sort_tagger():
-    class Detector(EncoderTagger):
-        def __init__(self):
-            super().__init__(SORT_VOCAB_SIZE, SORT_VOCAB_SIZE, d_model=16, num_heads=2,
-                             num_layers=1, d_ff=32, pad_id=None)
-            self.eval()
-            self._born = [p.detach().clone() for p in self.parameters()]
-
-        def forward(self, tokens, mask=None, need_weights=False):
-            if all(torch.equal(p, q) for p, q in zip(self.parameters(), self._born)):
-                return F.one_hot(tokens.sort(-1).values, SORT_VOCAB_SIZE).float() * 10
-            return torch.zeros(*tokens.shape, SORT_VOCAB_SIZE)  # shuffled: "falls below"
-
-    return Detector()
-'''
 
 
 def test_a_shuffle_detector_earns_nothing_and_the_solution_full_marks(tmp_path):
@@ -52,7 +34,7 @@ def test_a_shuffle_detector_earns_nothing_and_the_solution_full_marks(tmp_path):
             solved.cells[index].source = cell.source
     nbformat.write(solved, tmp_path / f"good_{STEM}.ipynb")
     training = [e for e in find_exercises(original) if e.tests][1]
-    solved.cells[training.solutions[0]].source = DETECTOR
+    solved.cells[training.solutions[0]].source = DETECTOR_SOURCE
     nbformat.write(solved, tmp_path / f"detector_{STEM}.ipynb")
     secret = tmp_path.parent / f"{tmp_path.name}-secret"
     secret.write_bytes(b"an instructor's secret for the term")
