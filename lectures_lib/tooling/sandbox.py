@@ -129,8 +129,11 @@ def _python_roots() -> list[Path]:
     return sorted(roots)
 
 
-def sandbox_command(job: Path, checks: Path, limits: Limits) -> list[str]:
-    """The ``bwrap`` command line that runs the worker of ``job`` (its folder, read-only)."""
+def _base_command(limits: Limits) -> list[str]:
+    """What every sandbox of the course shares (the graders' workers and nbgrader's kernels): new
+    namespaces, user nobody, an empty environment, read-only system and Python folders, private
+    size-limited ``/tmp`` and ``/scratch``, and the library read-only at ``/course/lectures_lib``
+    (the grader's installed copy hidden where it lies below a bound folder)."""
     command = [
         _bwrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
         "--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--clearenv",
@@ -150,8 +153,12 @@ def sandbox_command(job: Path, checks: Path, limits: Limits) -> list[str]:
     for root in _python_roots():
         if LIBRARY.is_relative_to(root):
             command += ["--tmpfs", str(LIBRARY)]
-    command += [
-        "--ro-bind", str(LIBRARY), "/course/lectures_lib",
+    return command + ["--ro-bind", str(LIBRARY), "/course/lectures_lib"]
+
+
+def sandbox_command(job: Path, checks: Path, limits: Limits) -> list[str]:
+    """The ``bwrap`` command line that runs the worker of ``job`` (its folder, read-only)."""
+    command = _base_command(limits) + [
         "--tmpfs", "/course/lectures_lib/checks", "--ro-bind", str(checks),
         "/course/lectures_lib/checks",
         "--ro-bind", str(job), "/job",

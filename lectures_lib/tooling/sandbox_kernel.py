@@ -43,7 +43,7 @@ import threading
 from pathlib import Path
 
 from ..utils import check_bool, check_path
-from .sandbox import LIBRARY, Limits, _bwrap, _python, _python_roots, sandbox_problem
+from .sandbox import Limits, _base_command, _python, sandbox_problem
 
 __all__ = ["KERNEL_NAME", "kernel_spec", "install", "launch_command", "main"]
 
@@ -107,25 +107,7 @@ def launch_command(inner: Path, cwd: Path, limits: Limits | None = None) -> list
     (its sockets in ``inner``), in ``cwd`` (read-only) unless ``cwd`` holds a course."""
     inner, cwd = _check_launch(inner, cwd, limits)
     limits = limits or Limits()
-    command = [
-        _bwrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-        "--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--clearenv",
-        "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64",
-        "/lib64", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-        "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-        "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
-        "--proc", "/proc", "--dev", "/dev",
-        "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
-        "--size", str(limits.scratch_bytes), "--tmpfs", "/scratch",
-    ]
-    for root in _python_roots():
-        if not str(root).startswith("/usr/"):
-            command += ["--ro-bind", str(root), str(root)]
-    for root in _python_roots():  # an installed copy below a bound folder: the one at /course
-        if LIBRARY.is_relative_to(root):
-            command += ["--tmpfs", str(LIBRARY)]
-    command += ["--ro-bind", str(LIBRARY), "/course/lectures_lib",
-                "--bind", str(inner), "/kernel"]
+    command = _base_command(limits) + ["--bind", str(inner), "/kernel"]
     workdir = "/scratch"
     if cwd.is_dir() and cwd != Path("/") and not _is_course(cwd):
         command += ["--ro-bind", str(cwd), str(cwd)]
