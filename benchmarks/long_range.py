@@ -315,10 +315,13 @@ SWEEP_VARIANTS = {
 
 def sweep_settings(args, task: str) -> dict:
     """What a sweep row of ``task`` depends on (stored beside the rows)."""
-    return {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "schedule": "constant",
-            "n_train": args.n_train, "n_test": args.n_test,
-            "layers": args.layers if task == "binding" else 1,
-            "d_model": 32, "num_heads": 2, "d_ff": 64, "grad_clip": 1.0}
+    settings = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
+                "schedule": args.schedule, "n_train": args.n_train, "n_test": args.n_test,
+                "layers": args.layers if task == "binding" else 1,
+                "d_model": 32, "num_heads": 2, "d_ff": 64, "grad_clip": 1.0}
+    if args.schedule != "constant":
+        settings["warmup"] = args.warmup
+    return settings
 
 
 def sweep(args) -> None:
