@@ -16,21 +16,22 @@ training run timed itself under whatever else the machine ran); the training run
 kept as ``training_steps_per_s``.
 
 ``--sweep`` instead measures accuracy against N at a fixed budget (``--steps`` steps of
-``--batch-size``, constant learning rate ``--lr``, the same for every N and every variant) for
+``--batch-size``, learning rate ``--lr`` on ``--schedule``, the same for every N and variant) for
 full attention, the uniform-average baseline and the content-blind variants (Random Synthesizer,
 Linformer with k = 8), over ``--seeds``, for ``--tasks``, into ``benchmarks/long_range_sweep.json``
 (each task's settings stored beside its rows; a task not rerun keeps its rows and settings;
 ``--variants`` runs some of them, e.g. in two processes writing two files);
 ``07_efficient_attention.ipynb`` draws it. The stored binding sweep is::
 
-    python benchmarks/long_range.py --sweep --tasks binding --steps 512 --batch-size 32 \
-        --n-train 2048 --seeds 0 1 2
+    python benchmarks/long_range.py --sweep --tasks binding --steps 1024 --batch-size 32 \
+        --n-train 2048 --seeds 0 1 2 --schedule warmup_cosine --warmup 0.1
 
-(512 steps: with 256, full attention was still learning at N >= 64, 0.53 on average over two
-seeds at N = 256; with 512 it reaches 0.9 with every seed up to N = 128 but not yet at 256, where
-two seeds of three are still learning: the budget that suffices grows with N. The retrieval rows
-are the older run, 256 steps, one layer, seeds 0 and 1.) Split over processes, e.g. one per
-variant with ``--variants`` and its own ``--sweep-json``, the rows can be merged afterwards.
+(The budget that suffices grows with N: with 256 or 512 steps at a constant rate full attention
+was still learning at N = 256, and with 1024 at a constant rate one seed of three was short of
+0.9; warmed up and decayed, 1024 steps take every seed past 0.9, benchmarks/README.md. The
+retrieval rows are the older run, 256 steps at a constant rate, one layer, seeds 0 and 1.) Split
+over processes, e.g. one per variant with ``--variants`` and its own ``--sweep-json``, the rows
+can be merged afterwards.
 
 The task (``--task``, default ``binding``) is :func:`lectures_lib.data.binding_task`: every pair
 token occurs once in every sequence (the true pair of each key in the first half, the key's other
@@ -45,7 +46,8 @@ and seed, and reports:
 
 * held-out accuracy (the query position's prediction), chance ``1 / n_values``;
 * training steps per second (the median step time over the timed steps; wall-clock, so noisy on
-  a shared machine: the JSON keeps the load average);
+  a shared machine: the JSON keeps the load average, and ``--retime`` replaces it by a timing of
+  every stored variant together);
 * peak tensor memory of one forward + backward on one batch, measured with
   :func:`lectures_lib.measure.peak_tensor_memory` (every tensor created; not a formula).
 
