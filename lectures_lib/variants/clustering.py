@@ -133,7 +133,7 @@ def _chunks(cluster: torch.Tensor, n_clusters: int, size: int | None = None):
     ``table[b, c]`` lists the positions of cluster ``c`` in increasing order.
     """
     batch, n = cluster.shape
-    counts = F.one_hot(cluster, n_clusters).sum(dim=-2)  # (B, C) members per cluster
+    counts = _cluster_sizes(cluster, n_clusters)  # (B, C) members per cluster
     if size is None:
         size = max(int(counts.max()), 1) if counts.numel() else 1
     order = torch.sort(cluster, dim=-1, stable=True).indices  # (B, n): positions, by cluster
@@ -204,14 +204,21 @@ def clustered_attention(
         out = q.new_zeros(*lead, n_q, v.shape[-1])
         return (out, q.new_zeros(*lead, n_q, n_k)) if need_weights else out
 
-    size_q, size_k = _largest_cluster(q_clusters, n_clusters), _largest_cluster(k_clusters, n_clusters)
+    size_q = _largest_cluster(q_clusters, n_clusters)  # the chunks' padded sizes
+    size_k = _largest_cluster(k_clusters, n_clusters)
     path = _masked_dense if rounds * n_clusters * size_q * size_k > n_q * n_k else _chunked
     return path(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_weights, dropout_p)
 
 
+def _cluster_sizes(cluster: torch.Tensor, n_clusters: int) -> torch.Tensor:
+    """Members of each cluster: ``cluster`` ``(B, n)`` -> ``(B, C)`` counts (no ``(B, n, C)``)."""
+    counts = torch.zeros(cluster.shape[0], n_clusters, dtype=torch.long, device=cluster.device)
+    return counts.scatter_add_(1, cluster, torch.ones_like(cluster))
+
+
 def _largest_cluster(clusters: torch.Tensor, n_clusters: int) -> int:
     """Members of the largest cluster of any row of ``clusters`` ``(B, rounds, n)``."""
-    return max(int(F.one_hot(clusters, n_clusters).sum(dim=-2).max()), 1)
+    return max(int(_cluster_sizes(clusters.reshape(-1, clusters.shape[-1]), n_clusters).max()), 1)
 
 
 def _masked_dense(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_weights, dropout_p):
