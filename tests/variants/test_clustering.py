@@ -202,3 +202,25 @@ def test_errors_name_argument_and_shapes():
         LSHAttention(8, 2, n_buckets=3)
     with pytest.raises(ValueError, match="n_clusters must be >= 1"):
         RoutingAttention(8, 2, n_clusters=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(("rounds", "n_clusters"), [(1, 4), (3, 2), (2, 16)])
+def test_the_chunked_and_the_masked_dense_path_agree(dtype, rounds, n_clusters, monkeypatch):
+    """Clusters broadcast over heads (queries) and batch (keys), a key mask, several rounds."""
+    generator = torch.Generator().manual_seed(rounds * 10 + n_clusters)
+    q, k, v = (torch.randn(2, 3, 9, 4, generator=generator).to(dtype) for _ in range(3))
+    query_clusters = torch.randint(0, n_clusters, (2, 1, rounds, 9), generator=generator)
+    key_clusters = torch.randint(0, n_clusters, (1, 3, rounds, 9), generator=generator)
+    key_mask = torch.rand(2, 1, 9, generator=generator) > 0.3
+    results = {}
+    for path, other in (("_chunked", "_masked_dense"), ("_masked_dense", "_chunked")):
+        with monkeypatch.context() as patch:
+            patch.setattr(clustering, other, getattr(clustering, path))  # always take `path`
+            results[path] = clustered_attention(q, k, v, query_clusters, key_clusters, n_clusters,
+                                                need_weights=True, key_mask=key_mask)
+    (chunked_out, chunked_weights), (dense_out, dense_weights) = results.values()
+    assert chunked_out.dtype == dense_out.dtype == dtype
+    tolerance = {"atol": 2e-2, "rtol": 2e-2} if dtype != torch.float32 else {}
+    torch.testing.assert_close(chunked_out, dense_out, **tolerance)
+    torch.testing.assert_close(chunked_weights, dense_weights, **tolerance)
