@@ -143,3 +143,14 @@ class TestStoredNotebook:
             f"order, found {tail}"
         )
         assert "### BEGIN SOLUTION" in json.dumps(notebook.dict()), f"{path.name}: no exercise"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_no_code_reads_a_path_relative_to_the_notebooks_folder(path):
+    """The same code runs in notebooks/zh-Hans/ and notebooks/zh-Hant/ (and in a student's copy),
+    one folder deeper: a path like "../benchmarks/..." that works from notebooks/ breaks there."""
+    notebook = nbformat.read(path, as_version=4)
+    relative = [(index, line.strip()) for index, cell in enumerate(notebook.cells)
+                if cell.cell_type == "code" for line in cell.source.splitlines()
+                if re.search(r"""["']\.\./""", line)]
+    assert not relative, f"{path.name}: cells read paths relative to notebooks/: {relative}"
