@@ -116,9 +116,18 @@ def kmeans(
 def cluster_mask(query_clusters: torch.Tensor, key_clusters: torch.Tensor) -> torch.Tensor:
     """Dense bool mask ``(..., n_q, n_k)``: True where query and key share a cluster in at least
     one round. ``query_clusters`` ``(..., rounds, n_q)``, ``key_clusters`` ``(..., rounds, n_k)``.
-    Builds ``n x n``: for pictures and checks. Derived in ``06_attention_variants.ipynb``."""
-    same = query_clusters[..., :, None] == key_clusters[..., None, :]  # (..., rounds, n_q, n_k)
-    return same.any(dim=-3)  # (..., n_q, n_k)
+    Builds ``n x n``: for pictures, checks and dense attention under the clusters. Derived in
+    ``06_attention_variants.ipynb``."""
+    return _cluster_mask(query_clusters, key_clusters)
+
+
+def _cluster_mask(query_clusters: torch.Tensor, key_clusters: torch.Tensor) -> torch.Tensor:
+    """:func:`cluster_mask` without the checks; the rounds are OR-ed one at a time, so the largest
+    tensor is one ``(..., n_q, n_k)`` mask, never ``(..., rounds, n_q, n_k)``."""
+    allowed = query_clusters[..., 0, :, None] == key_clusters[..., 0, None, :]  # round 0
+    for r in range(1, query_clusters.shape[-2]):
+        allowed = allowed | (query_clusters[..., r, :, None] == key_clusters[..., r, None, :])
+    return allowed  # (..., n_q, n_k)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,9 +233,7 @@ def _largest_cluster(clusters: torch.Tensor, n_clusters: int) -> int:
 def _masked_dense(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_weights, dropout_p):
     """``clustered_attention`` as dense attention under ``cluster_mask`` (and ``key_mask``)."""
     lead, n_k = q.shape[:-2], k.shape[-2]
-    allowed = q_clusters[:, 0, :, None] == k_clusters[:, 0, None, :]  # (B, n_q, n_k), round 0
-    for r in range(1, q_clusters.shape[1]):  # the rounds one at a time: never (B, R, n_q, n_k)
-        allowed |= q_clusters[:, r, :, None] == k_clusters[:, r, None, :]
+    allowed = _cluster_mask(q_clusters, k_clusters)  # (B, n_q, n_k)
     allowed = allowed.reshape(*lead, *allowed.shape[-2:])  # (..., n_q, n_k)
     if key_mask is not None:
         allowed = allowed & key_mask.to(q.device).expand(*lead, n_k)[..., None, :]
