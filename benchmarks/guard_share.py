@@ -4,9 +4,9 @@ Counts the way ``reviews/architecture.md`` does: code lines exclude blank lines,
 docstrings; a code line is a *check* when it belongs to a ``check_*``/``_check_*`` function or a
 ``check_inputs`` method, an ``if at_boundary():`` block, an ``if ...: raise`` block, a ``raise`` or
 ``assert`` statement, or a statement whose value is a ``check_*`` call. The lines that hand the
-arguments to a validator count too (a ``@validated(...)`` decorator, a ``_validate.*(...)`` call):
+arguments to a validator count too (a ``@validated(...)`` decorator, a ``rules.*(...)`` call):
 they are what a learner still reads of the checks. The validators themselves, kept apart in
-``_validate.py``, are not teaching code and are not counted.
+``_validate/``, are not teaching code and are not counted.
 
     python benchmarks/guard_share.py            # a table per module
 """
@@ -43,7 +43,7 @@ def _is_check_call(value: ast.AST | None) -> bool:
     if not isinstance(value, ast.Call):
         return False
     f = value.func
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "_validate":
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id.endswith("rules"):
         return True  # a hand-over to a validator
     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
     return name.startswith(("check_", "_check_", "validated"))

@@ -4,7 +4,7 @@ Each module holds what one idea needs, and each public name says in its docstrin
 derives it:
 
 - :mod:`lectures_lib.utils`: seeding, device selection, the door-check helpers (the taught
-  modules' validators live apart, in the private ``_validate``);
+  modules' validators live apart, in the private ``_validate/``, one file per taught module);
 - :mod:`lectures_lib.masks`: the mask convention, causal and key-padding masks;
 - :mod:`lectures_lib.attention`: scaled dot-product attention in steps, self- and multi-head
   attention (the seam ``project`` -> ``attend``);

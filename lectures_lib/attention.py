@@ -11,7 +11,7 @@ attention (section 06) changes exactly one of them by overriding it::
 
     forward(query, key, value, mask=None, need_weights=True, *, key_padding_mask=None,
             positions=None)
-        = check the inputs once (at the public boundary: check_inputs, rules in _validate.py)
+        = check the inputs once (at the public boundary: check_inputs, rules in _validate/attention.py)
         -> project(query, key, value, positions) -> q, k, v   (batch, heads, n, d_head) each
         -> attend(q, k, v, mask, need_weights)   -> heads_out (batch, heads, n_q, d_head), weights
         -> merge_heads -> out_proj
@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _validate
+from ._validate import attention as rules
 from .cache import KeyValueCache, declare, kv_cache_problem
 from .masks import causal_mask, check_mask, key_padding_mask, with_key_padding
 from .utils import validated
@@ -71,7 +71,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.attention_scores)
+@validated(rules.query_and_key)
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     r"""Step 1, the relevance :math:`\alpha_{i,j} = q^i \cdot k^j / \sqrt{d_k}` of every key to
     every query: :math:`\alpha = Q K^\top / \sqrt{d_k}`.
@@ -84,7 +84,7 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., n_q, n_k)
 
 
-@validated(_validate.masked_softmax)
+@validated(rules.scores_and_mask)
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     r"""Step 2, normalise each query's scores over the keys it may attend to:
     :math:`\alpha'_{i,j} = \exp(\alpha_{i,j}) / \sum_{j' \text{ allowed}} \exp(\alpha_{i,j'})`.
@@ -108,7 +108,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     return weights.masked_fill(~mask, 0.0)  # (..., n_q, n_k)
 
 
-@validated(_validate.scaled_dot_product_attention)
+@validated(rules.qkv_and_mask)
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -164,7 +164,7 @@ def scaled_dot_product_attention(
     return out, weights
 
 
-@validated(_validate.fused_attention)
+@validated(rules.qkv_and_mask)
 def fused_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -227,7 +227,7 @@ class SelfAttention(nn.Module):
     def __init__(
         self, d_model: int, d_k: int | None = None, d_v: int | None = None, bias: bool = False
     ) -> None:
-        _validate.self_attention_init(d_model, d_k, d_v, bias)
+        rules.self_attention_sizes(d_model, d_k, d_v, bias)
         super().__init__()
         self.d_model = d_model
         self.d_k = d_k if d_k is not None else d_model
@@ -236,7 +236,7 @@ class SelfAttention(nn.Module):
         self.w_k = nn.Linear(self.d_model, self.d_k, bias=bias)
         self.w_v = nn.Linear(self.d_model, self.d_v, bias=bias)
 
-    @validated(_validate.self_attention_forward)
+    @validated(rules.self_attention_inputs)
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -252,7 +252,7 @@ class SelfAttention(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.split_heads)
+@validated(rules.heads_divide_features)
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(batch, seq, d_model)`` -> ``(batch, num_heads, seq, d_head)`` with d_head = d_model / num_heads.
 
@@ -266,7 +266,7 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     return x.transpose(1, 2)  # (batch, heads, seq, d_head): heads become a batch dimension
 
 
-@validated(_validate.merge_heads)
+@validated(rules.stacked_heads)
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """Inverse of :func:`split_heads`: ``(batch, heads, seq, d_head)`` -> ``(batch, seq, heads * d_head)``.
 
@@ -278,7 +278,7 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(batch, seq, num_heads * d_head)  # (batch, seq, d_model)
 
 
-@validated(_validate.multi_head_attention)
+@validated(rules.mha_weights)
 def multi_head_attention(
     x: torch.Tensor,
     w_q: torch.Tensor,
@@ -371,7 +371,7 @@ class MultiHeadAttention(nn.Module):
         kdim: int | None = None,
         vdim: int | None = None,
     ) -> None:
-        _validate.multi_head_init(d_model, num_heads, dropout, bias, kdim, vdim)
+        rules.mha_sizes(d_model, num_heads, dropout, bias, kdim, vdim)
         super().__init__()
         self.d_model, self.num_heads = d_model, num_heads
         self.d_head = d_model // num_heads
@@ -383,22 +383,22 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(self.vdim, d_model, bias=bias)  # W^V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    # -- the door: overridable hooks, their rules in lectures_lib/_validate.py --------------
+    # -- the door: overridable hooks, their rules in lectures_lib/_validate/attention.py ----
 
     def check_inputs(self, query, key, value, mask, need_weights) -> None:
         """Validate ``forward``'s arguments (called once, at the public boundary; ``mask`` is
         already combined with ``key_padding_mask``). A variant with extra requirements (e.g.
         self-attention only, a fixed ``seq_len``) extends this method and calls
         ``super().check_inputs(...)`` first."""
-        _validate.multi_head_inputs(self, query, key, value, mask, need_weights)
+        rules.mha_inputs(self, query, key, value, mask, need_weights)
 
     def check_cached_inputs(self, query, key, value, cache, mask, static) -> None:
         """Validate ``forward_cached``'s arguments (the same rules, plus the cache)."""
-        _validate.cached_inputs(self, query, key, value, cache, mask, static)
+        rules.mha_cached_inputs(self, query, key, value, cache, mask, static)
 
     # -- forward: check once -> project -> attend -> merge heads -> out_proj ----------------
 
-    @validated(_validate.multi_head_forward)
+    @validated(rules.mha_forward)
     def forward(
         self,
         query: torch.Tensor,
@@ -443,7 +443,7 @@ class MultiHeadAttention(nn.Module):
         out = self.out_proj(merge_heads(heads))  # (batch, n_q, d_model)
         return out, weights
 
-    @validated(_validate.multi_head_forward_cached)
+    @validated(rules.mha_forward_cached)
     def forward_cached(
         self,
         query: torch.Tensor,
@@ -531,7 +531,7 @@ class MultiHeadAttention(nn.Module):
         ``~torch_mask`` here. Our module is always batch-first, whatever ``module.batch_first``
         says. ``add_bias_kv`` and ``add_zero_attn`` are not supported and raise.
         """
-        _validate.torch_attention(module)
+        rules.torch_mha(module)
         has_bias = module.in_proj_bias is not None
         ours = cls(
             module.embed_dim,

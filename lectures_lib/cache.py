@@ -36,9 +36,9 @@ def declare(cls: type) -> None:
 def kv_cache_problem(module: object, static: bool = False) -> str | None:
     """Why ``module`` cannot be run with a key/value cache, or None when it can (see the module
     docstring for the rule); ``static=True`` asks about a cached cross-attention to a memory."""
-    from .attention import MultiHeadAttention
-
-    if not isinstance(module, MultiHeadAttention):
+    # Duck-typed (a MultiHeadAttention or a subclass has both), so this module imports nothing.
+    has_cache = callable(getattr(module, "forward_cached", None))
+    if not (has_cache and hasattr(module, "supports_kv_cache")):
         return (
             f"{type(module).__name__} is not a MultiHeadAttention: it has no key/value cache. "
             "Decode with use_cache=False (recompute the prefix at every step)"

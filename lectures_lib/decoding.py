@@ -50,7 +50,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from . import _validate
+from ._validate import decoding as rules
 from .utils import eval_mode, validated
 
 __all__ = [
@@ -114,7 +114,7 @@ class _Steps:
                 logits = self.model.decode_step(newest, self.memory, self.cache, src=self.src)
             else:
                 logits = self.model.decode_step(newest, self.memory, self.cache, self.src_mask)
-        _validate.logits(logits, newest, self.ids, "decode" if self.cache is None else "decode_step")
+        rules.decoded_logits(logits, newest, self.ids, "decode" if self.cache is None else "decode_step")
         return _log_probs(logits[:, -1], self.ids, self.suppress_bos)  # (batch, vocab)
 
     def reorder_mask(self, rows: torch.Tensor) -> None:
@@ -149,7 +149,7 @@ def _append_token(tokens, scores, finished, next_token, log_probs, eos_id, pad_i
 
 
 @torch.no_grad()
-@validated(_validate.greedy_decode, trusted=False)
+@validated(rules.greedy_args, trusted=False)
 def greedy_decode(
     model,
     src: torch.Tensor,
@@ -205,7 +205,7 @@ def greedy_decode(
 
 
 @torch.no_grad()
-@validated(_validate.sample_decode, trusted=False)
+@validated(rules.sampling_args, trusted=False)
 def sample_decode(
     model,
     src: torch.Tensor,
@@ -275,7 +275,7 @@ def sample_decode(
 
 
 @torch.no_grad()
-@validated(_validate.beam_search, trusted=False)
+@validated(rules.beam_args, trusted=False)
 def beam_search(
     model,
     src: torch.Tensor,
@@ -372,7 +372,7 @@ def beam_search(
 
 
 @torch.no_grad()
-@validated(_validate.sequence_log_prob, trusted=False)
+@validated(rules.scoring_args, trusted=False)
 def sequence_log_prob(
     model, src: torch.Tensor, output: torch.Tensor, bos_id: int, eos_id: int, pad_id: int, *,
     suppress_bos: bool = True,
@@ -417,7 +417,7 @@ def _trim(row: list, eos_id, pad_id) -> list:
     return row
 
 
-@validated(_validate.exact_match)
+@validated(rules.prediction_rows)
 def exact_match(
     predictions, targets, *, eos_id: int | None = None, pad_id: int | None = 0, reduce: bool = True
 ) -> float | torch.Tensor:
@@ -447,7 +447,7 @@ def _ngrams(tokens: Sequence, n: int) -> Counter:
     return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
-@validated(_validate.sentence_bleu)
+@validated(rules.bleu_args)
 def sentence_bleu(
     candidate: Sequence, reference: Sequence, max_n: int = 4, smooth: bool = True
 ) -> float:

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _validate
+from ._validate import layers as rules
 from .attention import MultiHeadAttention
 from .cache import KeyValueCache
 from .utils import eval_mode, validated
@@ -81,14 +81,15 @@ def make_attention(
     ``factory`` is None. ``bias`` reaches a factory only when it is not the default (``True``),
     so a factory that takes no ``bias`` still works; one that cannot take ``bias=False`` is
     refused clearly instead of silently building biased projections."""
-    _validate.factory(factory, name)
+    rules.factory_or_none(factory, name)
     if factory is None:
         return MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
     if bias:
         module = factory(d_model, num_heads, dropout)
     else:
-        module = _validate.called_with_bias(factory, name, d_model, num_heads, dropout)
-    _validate.built_attention(module, name)
+        rules.factory_takes_bias(factory, name)
+        module = factory(d_model, num_heads, dropout, bias=False)
+    rules.attention_module(module, name)
     return module
 
 
@@ -97,7 +98,7 @@ def _detached(weights: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def _weights_of(weights: torch.Tensor | None) -> torch.Tensor:
-    _validate.no_weights(weights)
+    rules.weights_present(weights)
     return weights
 
 
@@ -106,7 +107,7 @@ def _weights_of(weights: torch.Tensor | None) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.layer_norm)
+@validated(rules.layer_norm_inputs)
 def layer_norm(
     x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5
 ) -> torch.Tensor:
@@ -129,7 +130,7 @@ def layer_norm(
     return gamma * normalised + beta
 
 
-@validated(_validate.sublayer_connection)
+@validated(rules.sublayer_inputs)
 def sublayer_connection(
     x: torch.Tensor,
     sublayer: Callable[[torch.Tensor], torch.Tensor],
@@ -180,15 +181,15 @@ class FeedForward(nn.Module):
         activation: str | Callable = "relu",
         bias: bool = True,
     ) -> None:
-        _validate.feed_forward_init(d_model, d_ff, dropout, activation, bias)
+        rules.feed_forward_sizes(d_model, d_ff, dropout, activation, bias)
         super().__init__()
         self.d_model, self.d_ff = d_model, d_ff
-        self.activation = _validate.activation_name(activation)  # "relu" or "gelu"
+        self.activation = rules.activation_name(activation)  # "relu" or "gelu"
         self.linear1 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # W_1: d_model -> d_ff
         self.dropout = nn.Dropout(dropout)
         self.linear2 = nn.Linear(self.d_ff, self.d_model, bias=bias)  # W_2: d_ff -> d_model
 
-    @validated(_validate.feed_forward)
+    @validated(rules.feed_forward_inputs)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``."""
         hidden = _ACTIVATIONS[self.activation](self.linear1(x))  # (batch, seq, d_ff)
@@ -218,13 +219,13 @@ def _torch_layer_settings(layer: nn.Module) -> dict:
     """The constructor arguments of our layers that reproduce a PyTorch Transformer layer."""
     norms = [m for name, m in layer.named_children() if name.startswith("norm")]
     has_bias = layer.linear1.bias is not None
-    _validate.torch_layer(layer, norms, has_bias)
+    rules.torch_layer_settings(layer, norms, has_bias)
     return {
         "d_model": layer.self_attn.embed_dim,
         "num_heads": layer.self_attn.num_heads,
         "d_ff": layer.linear1.out_features,
         "dropout": layer.dropout.p,
-        "activation": _validate.activation_name(layer.activation),
+        "activation": rules.activation_name(layer.activation),
         "norm_first": bool(layer.norm_first),
         "layer_norm_eps": norms[0].eps,
         "bias": has_bias,
@@ -285,7 +286,7 @@ class EncoderLayer(nn.Module):
         *,
         attention: AttentionFactory | None = None,
     ) -> None:
-        _validate.layer_init(d_model, num_heads, dropout, norm_first, layer_norm_eps, bias,
+        rules.layer_settings(d_model, num_heads, dropout, norm_first, layer_norm_eps, bias,
                              attention=attention)
         super().__init__()
         self.d_model, self.num_heads, self.norm_first = d_model, num_heads, norm_first
@@ -304,9 +305,9 @@ class EncoderLayer(nn.Module):
 
     def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool) -> None:
         """Validate ``forward``'s arguments (once, at the public boundary)."""
-        _validate.encoder_layer_inputs(self, x, mask, need_weights)
+        rules.encoder_layer_inputs(self, x, mask, need_weights)
 
-    @validated(_validate.encoder_layer_forward)
+    @validated(rules.encoder_layer_hook)
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
@@ -338,7 +339,7 @@ class EncoderLayer(nn.Module):
         ("blocked"), ours is True where a key may be attended, so pass
         ``(~src_key_padding_mask)[:, None, None, :]`` here. Our layer is always batch-first.
         """
-        _validate.from_torch(layer, nn.TransformerEncoderLayer)
+        rules.torch_layer_type(layer, nn.TransformerEncoderLayer)
         ours = cls(**_torch_layer_settings(layer))
         ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         ours = ours.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
@@ -391,7 +392,7 @@ class DecoderLayer(nn.Module):
         self_attention: AttentionFactory | None = None,
         cross_attention: AttentionFactory | None = None,
     ) -> None:
-        _validate.layer_init(d_model, num_heads, dropout, norm_first, layer_norm_eps, bias,
+        rules.layer_settings(d_model, num_heads, dropout, norm_first, layer_norm_eps, bias,
                              self_attention=self_attention, cross_attention=cross_attention)
         super().__init__()
         self.d_model, self.num_heads, self.norm_first = d_model, num_heads, norm_first
@@ -424,9 +425,9 @@ class DecoderLayer(nn.Module):
 
     def check_inputs(self, x, memory, tgt_mask, memory_mask, need_weights) -> None:
         """Validate ``forward``'s arguments (once, at the public boundary)."""
-        _validate.decoder_layer_inputs(self, x, memory, tgt_mask, memory_mask, need_weights)
+        rules.decoder_layer_inputs(self, x, memory, tgt_mask, memory_mask, need_weights)
 
-    @validated(_validate.decoder_layer_forward)
+    @validated(rules.decoder_layer_hook)
     def forward(
         self,
         x: torch.Tensor,
@@ -447,7 +448,7 @@ class DecoderLayer(nn.Module):
             x, lambda h: self.dropout3(self.feed_forward(h)), self.norm3, self.norm_first
         )
 
-    @validated(_validate.decoder_layer_forward_cached)
+    @validated(rules.decoder_layer_cached_inputs)
     def forward_cached(
         self,
         x: torch.Tensor,
@@ -510,7 +511,7 @@ class DecoderLayer(nn.Module):
         not converted: PyTorch's bool ``tgt_mask`` and ``*_key_padding_mask`` mean "blocked" where
         True; ours mean "may attend". Our layer is always batch-first.
         """
-        _validate.from_torch(layer, nn.TransformerDecoderLayer)
+        rules.torch_layer_type(layer, nn.TransformerDecoderLayer)
         ours = cls(**_torch_layer_settings(layer))
         ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)

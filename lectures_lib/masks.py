@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import torch
 
-from . import _validate
-from ._validate import check_mask
+from ._validate import masks as rules
+from ._validate.masks import check_mask  # the contract's check: public, re-exported
 from .utils import validated
 
 __all__ = ["causal_mask", "key_padding_mask", "check_mask"]
 
 
-@validated(_validate.causal_mask)
+@validated(rules.mask_size)
 def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Boolean ``(n, n)`` mask, True on and below the diagonal: position i may attend to j <= i.
 
@@ -44,7 +44,7 @@ def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tenso
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
-@validated(_validate.key_padding_mask)
+@validated(rules.sequence_lengths)
 def key_padding_mask(
     lengths: torch.Tensor | list[int], max_len: int | None = None
 ) -> torch.Tensor:

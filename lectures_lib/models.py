@@ -21,7 +21,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from . import _validate
+from ._validate import layers as layers_rules
+from ._validate import models as rules
 from .cache import DecoderCache, KeyValueCache
 from .layers import AttentionFactory, DecoderLayer, EncoderLayer
 from .masks import causal_mask
@@ -53,7 +54,7 @@ def _independent_layers(layer: nn.Module | Callable[[], nn.Module], num_layers: 
             each.reset_parameters()  # identical structure, independent random weights
     else:
         layers = [layer() for _ in range(num_layers)]
-        _validate.built_layers(layers, kind)  # each a new `kind`
+        rules.distinct_layers(layers, kind)  # each a new `kind`
     return nn.ModuleList(layers)
 
 
@@ -88,13 +89,13 @@ class Encoder(nn.Module):
         num_layers: int,
         final_norm: bool | None = None,
     ) -> None:
-        _validate.stack_init(layer, num_layers, final_norm, EncoderLayer)
+        rules.stack_settings(layer, num_layers, final_norm, EncoderLayer)
         super().__init__()
         self.layers = _independent_layers(layer, num_layers, EncoderLayer)
         self.norm = _final_norm(self.layers, final_norm)
         self.d_model = self.layers[0].d_model
 
-    @validated(_validate.encoder_forward)
+    @validated(rules.encoder_stack_inputs)
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
@@ -125,13 +126,13 @@ class Decoder(nn.Module):
         num_layers: int,
         final_norm: bool | None = None,
     ) -> None:
-        _validate.stack_init(layer, num_layers, final_norm, DecoderLayer)
+        rules.stack_settings(layer, num_layers, final_norm, DecoderLayer)
         super().__init__()
         self.layers = _independent_layers(layer, num_layers, DecoderLayer)
         self.norm = _final_norm(self.layers, final_norm)
         self.d_model = self.layers[0].d_model
 
-    @validated(_validate.decoder_forward)
+    @validated(rules.decoder_stack_inputs)
     def forward(
         self,
         x: torch.Tensor,
@@ -144,7 +145,7 @@ class Decoder(nn.Module):
             x = layer(x, memory, tgt_mask, memory_mask, need_weights=need_weights)
         return self.norm(x) if self.norm is not None else x
 
-    @validated(_validate.decoder_forward_cached)
+    @validated(rules.decoder_stack_cached_inputs)
     def forward_cached(
         self,
         x: torch.Tensor,
@@ -179,7 +180,7 @@ class Decoder(nn.Module):
 
 def _stack_maps(maps: list[torch.Tensor | None]) -> torch.Tensor:
     for weights in maps:
-        _validate.no_weights(weights, stacked=True)
+        layers_rules.weights_present(weights, stacked=True)
     return torch.stack(maps)  # (layers, batch, heads, n_q, n_k)
 
 
@@ -188,7 +189,7 @@ def _stack_maps(maps: list[torch.Tensor | None]) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.make_src_mask)
+@validated(rules.src_for_mask)
 def make_src_mask(src: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Key-padding mask ``(batch, 1, 1, n_src)``: True where the source token is not padding.
 
@@ -202,7 +203,7 @@ def make_src_mask(src: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     return keep[:, None, None, :]  # (batch, 1, 1, n_src)
 
 
-@validated(_validate.make_tgt_mask)
+@validated(rules.tgt_for_mask)
 def make_tgt_mask(tgt: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Decoder self-attention mask ``(batch, 1, n_tgt, n_tgt)``: causal AND key not padding.
 
@@ -246,7 +247,7 @@ class TokenEmbedding(nn.Module):
         *,
         positional_encoding: bool = True,
     ) -> None:
-        _validate.token_embedding_init(vocab_size, d_model, max_len, dropout, pad_id,
+        rules.embedding_sizes(vocab_size, d_model, max_len, dropout, pad_id,
                                        positional_encoding)
         super().__init__()
         self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, max_len, pad_id
@@ -263,9 +264,9 @@ class TokenEmbedding(nn.Module):
 
     def check_inputs(self, tokens: torch.Tensor, name: str = "tokens") -> None:
         """``tokens``: integer ids ``(batch, seq)`` in the vocabulary, at most ``max_len`` long."""
-        _validate.embedding_inputs(self, tokens, name)
+        rules.embedding_inputs(self, tokens, name)
 
-    @validated(_validate.token_embedding_forward)
+    @validated(rules.embedding_offset_inputs)
     def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``tokens`` ``(batch, seq)`` int64 ids -> ``(batch, seq, d_model)``.
 
@@ -318,7 +319,7 @@ class EncoderTagger(nn.Module):
         attention: AttentionFactory | None = None,
         positional_encoding: bool = True,
     ) -> None:
-        _validate.tagger_init(num_labels)
+        rules.label_count(num_labels)
         super().__init__()
         self.num_labels = num_labels
         self.pad_id = pad_id
@@ -334,7 +335,7 @@ class EncoderTagger(nn.Module):
         self.output = nn.Linear(d_model, num_labels)
         _xavier_init(self.encoder, self.output)
 
-    @validated(_validate.tagger_forward)
+    @validated(rules.tagger_inputs)
     def forward(
         self, tokens: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
@@ -399,7 +400,7 @@ class Transformer(nn.Module):
         cross_attention: AttentionFactory | None = None,
         positional_encoding: bool = True,
     ) -> None:
-        _validate.transformer_init(src_vocab_size, tgt_vocab_size, positional_encoding)
+        rules.vocab_sizes(src_vocab_size, tgt_vocab_size, positional_encoding)
         super().__init__()
         self.pad_id, self.d_model = pad_id, d_model
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
@@ -421,7 +422,7 @@ class Transformer(nn.Module):
         self.output = nn.Linear(d_model, tgt_vocab_size)  # to one logit per vocabulary entry
         _xavier_init(self.encoder, self.decoder, self.output)
 
-    @validated(_validate.encode)
+    @validated(rules.encode_inputs)
     def encode(
         self, src: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
@@ -430,7 +431,7 @@ class Transformer(nn.Module):
             src_mask = make_src_mask(src, self.pad_id)  # (batch, 1, 1, n_src)
         return self.encoder(self.src_embed(src), src_mask, need_weights=need_weights)
 
-    @validated(_validate.decode)
+    @validated(rules.decode_inputs)
     def decode(
         self,
         tgt: torch.Tensor,
@@ -468,10 +469,10 @@ class Transformer(nn.Module):
         exactly (see :func:`~lectures_lib.cache.kv_cache_problem`): decode such a model with
         ``use_cache=False``.
         """
-        _validate.init_cache(self.decoder.layers)
+        rules.cacheable_decoder(self.decoder.layers)
         return DecoderCache([(KeyValueCache(), KeyValueCache()) for _ in self.decoder.layers])
 
-    @validated(_validate.decode_step)
+    @validated(rules.decode_step_inputs)
     def decode_step(
         self,
         tgt: torch.Tensor,
@@ -503,7 +504,7 @@ class Transformer(nn.Module):
         )
         return self.output(hidden)  # (batch, n_new, tgt_vocab_size)
 
-    @validated(_validate.transformer_forward)
+    @validated(rules.src_and_tgt)
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits for every target position at once."""
         src_mask = make_src_mask(src, self.pad_id)  # (batch, 1, 1, n_src): built once

@@ -22,7 +22,7 @@ import warnings
 import torch
 from torch import nn
 
-from . import _validate
+from ._validate import positional as rules
 from .attention import MultiHeadAttention
 from .utils import validated
 
@@ -45,7 +45,7 @@ BASE = 10000.0  # the paper's base: wavelengths run from 2*pi to 10000 * 2*pi
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.sinusoidal_encoding)
+@validated(rules.sinusoidal_table_args)
 def sinusoidal_encoding(
     n_positions: int,
     d_model: int,
@@ -105,13 +105,13 @@ class SinusoidalEncoding(nn.Module):
     table: torch.Tensor
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
-        _validate.sinusoidal_init(d_model, max_len)
+        rules.encoding_sizes(d_model, max_len)
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
         table = sinusoidal_encoding(self.max_len, self.d_model)  # (max_len, d_model)
         self.register_buffer("table", table, persistent=False)
 
-    @validated(_validate.sinusoidal_forward)
+    @validated(rules.within_sinusoidal_table)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         seq = x.shape[1]
         return x + self.table[:seq].to(x.dtype)  # (batch, seq, d_model) + (seq, d_model)
@@ -144,13 +144,13 @@ class LearnedPositionalEmbedding(nn.Module):
     """
 
     def __init__(self, max_len: int, d_model: int, init_std: float = 1.0) -> None:
-        _validate.learned_init(max_len, d_model, init_std)
+        rules.learned_table_sizes(max_len, d_model, init_std)
         super().__init__()
         self.max_len, self.d_model = max_len, d_model
         self.embedding = nn.Embedding(self.max_len, self.d_model)  # E: (max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=init_std)
 
-    @validated(_validate.learned_forward)
+    @validated(rules.within_learned_table)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(x.shape[1], device=x.device)  # (seq,)
         return x + self.embedding(positions).to(x.dtype)  # (batch, seq, d_model) + (seq, d_model)
@@ -164,7 +164,7 @@ class LearnedPositionalEmbedding(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.rotary_angles)
+@validated(rules.rotary_angle_args)
 def rotary_angles(
     positions: torch.Tensor, d_head: int, base: float = BASE, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
@@ -189,7 +189,7 @@ def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torc
     return torch.stack((rotated_even, rotated_odd), dim=-1).flatten(-2)  # (..., seq, d_head)
 
 
-@validated(_validate.apply_rotary)
+@validated(rules.rotatable_x)
 def apply_rotary(
     x: torch.Tensor, positions: torch.Tensor | None = None, base: float = BASE
 ) -> torch.Tensor:
@@ -242,7 +242,7 @@ class RotaryEmbedding(nn.Module):
     sin_table: torch.Tensor
 
     def __init__(self, d_head: int, max_len: int = 2048, base: float = BASE) -> None:
-        _validate.rotary_embedding_init(d_head, max_len, base)
+        rules.rotary_table_sizes(d_head, max_len, base)
         super().__init__()
         self.d_head, self.max_len, self.base = d_head, max_len, float(base)
         positions = torch.arange(self.max_len)  # (max_len,)
@@ -251,7 +251,7 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("cos_table", torch.cos(angles).float(), persistent=False)
         self.register_buffer("sin_table", torch.sin(angles).float(), persistent=False)
 
-    @validated(_validate.rotary_embedding_forward)
+    @validated(rules.rotary_module_inputs)
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         seq = x.shape[-2]
         if positions is not None or seq > self.max_len or x.dtype == torch.float64:
@@ -311,7 +311,7 @@ class RotaryAttention(MultiHeadAttention):
         base: float = BASE,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        _validate.rotary_attention_init(self, type(self).__name__, max_len, base)
+        rules.rotary_heads(self, type(self).__name__, max_len, base)
         self.rotary = RotaryEmbedding(self.d_head, max_len=max_len, base=base)
 
     def project(self, query, key, value, positions=None):
@@ -337,7 +337,7 @@ class RotaryAttention(MultiHeadAttention):
         :meth:`MultiHeadAttention.from_torch` (pass ``~torch_mask``).
         """
         plain = MultiHeadAttention.from_torch(module)
-        _validate.self_attention_only(plain, cls.__name__)
+        rules.self_attention_only(plain, cls.__name__)
         ours = cls(
             plain.d_model,
             plain.num_heads,

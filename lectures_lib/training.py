@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm  # plain text bar: works in a terminal and in a stored notebook
 
-from . import _validate
+from ._validate import training as rules
 from .utils import eval_mode, get_device, validated
 
 __all__ = [
@@ -78,11 +78,11 @@ class History:
     def final_accuracy(self) -> float:
         """Accuracy after the last epoch, on the evaluation data if there were any."""
         values = self.eval_accuracy or self.train_accuracy
-        _validate.history(values)
+        rules.nonempty_history(values)
         return values[-1]
 
 
-@validated(_validate.accuracy)
+@validated(rules.logits_and_targets)
 def accuracy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int | None = None) -> float:
     """Fraction of positions where ``argmax(logits)`` equals ``targets``.
 
@@ -96,7 +96,7 @@ def accuracy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int | No
     return correct.float().mean().item()
 
 
-@validated(_validate.cross_entropy)
+@validated(rules.ce_inputs)
 def cross_entropy(
     logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100
 ) -> torch.Tensor:
@@ -107,7 +107,7 @@ def cross_entropy(
     )
 
 
-@validated(_validate.default_forward, trusted=False)
+@validated(rules.batch_tuple, trusted=False)
 def default_forward(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     """``model(*batch[:-1])`` against target ``batch[-1]``; a tuple output keeps its first item."""
     *inputs, targets = batch
@@ -123,7 +123,7 @@ def _counted(targets: torch.Tensor, ignore_index: int | None) -> int:
 
 
 @torch.no_grad()
-@validated(_validate.evaluate, trusted=False)
+@validated(rules.evaluate_args, trusted=False)
 def evaluate(
     model: nn.Module,
     data: Batch,
@@ -144,12 +144,12 @@ def evaluate(
         for start in range(0, n, batch_size):
             batch = [t[start : start + batch_size].to(device) for t in data]
             where = f"evaluation batch starting at example {start}"
-            logits, targets = _validate.outputs(forward_fn(model, batch), where, ignore_index)
+            logits, targets = rules.outputs(forward_fn(model, batch), where, ignore_index)
             count = _counted(targets, ignore_index)
             if count:
                 correct += accuracy(logits, targets, ignore_index) * count
                 total += count
-    _validate.nothing_counted(total, ignore_index, "data", "there is nothing to evaluate")
+    rules.nothing_counted(total, ignore_index, "data", "there is nothing to evaluate")
     return correct / total
 
 
@@ -158,7 +158,7 @@ def evaluate(
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.lr_schedule)
+@validated(rules.schedule_args)
 def lr_schedule(
     optimizer: torch.optim.Optimizer,
     total_steps: int,
@@ -212,7 +212,7 @@ def _make_schedule(schedule, optimizer, total_steps, warmup):
     if isinstance(schedule, str):
         return lr_schedule(optimizer, total_steps, schedule, warmup)
     scheduler = schedule(optimizer, total_steps)
-    _validate.scheduler(scheduler)  # the factory came from the user
+    rules.scheduler(scheduler)  # the factory came from the user
     return scheduler
 
 
@@ -221,7 +221,7 @@ def _make_schedule(schedule, optimizer, total_steps, warmup):
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.fit, trusted=False)
+@validated(rules.fit_args, trusted=False)
 def fit(
     model: nn.Module,
     train_data: Batch,
@@ -318,17 +318,17 @@ def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimiz
         where = (f"epoch {epoch + 1}, batch {batch_index + 1} of {math.ceil(n / batch_size)}, "
                  f"optimiser step {step + 1}")
         batch = [t[rows].to(device) for t in train_data]
-        logits, targets = _validate.outputs(forward_fn(model, batch), where, ignore_index)
+        logits, targets = rules.outputs(forward_fn(model, batch), where, ignore_index)
         count = _counted(targets, ignore_index)
         if count == 0:  # every target is ignore_index: nothing to learn, nothing to add
             continue
         loss = cross_entropy(logits, targets, ignore_index=loss_ignore)
-        _validate.finite_loss(loss, where, rows)  # a NaN/inf loss stops before the update
+        rules.finite_loss(loss, where, rows)  # a NaN/inf loss stops before the update
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         # the global gradient norm (clipped to grad_clip, if set): a non-finite one stops here
         norm = nn.utils.clip_grad_norm_(parameters, grad_clip if grad_clip is not None else math.inf)
-        _validate.finite_gradient(norm, where, loss, optimizer)  # so does a NaN/inf gradient
+        rules.finite_gradient(norm, where, loss, optimizer)  # so does a NaN/inf gradient
         history.lr.append(optimizer.param_groups[0]["lr"])  # the rate this step uses
         optimizer.step()
         scheduler.step()
@@ -338,6 +338,6 @@ def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimiz
         history.step_loss.append(loss.item())
         if after_step is not None:
             after_step(step, model)
-    _validate.nothing_counted(total, ignore_index, "train_data", "there is nothing to learn from")
+    rules.nothing_counted(total, ignore_index, "train_data", "there is nothing to learn from")
     history.loss.append(epoch_loss / total)  # mean over every counted target of the epoch
     history.train_accuracy.append(correct / total)

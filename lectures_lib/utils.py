@@ -307,7 +307,7 @@ def validated(validator: Callable[..., object], *, trusted: bool = True) -> Call
     decorator line naming its validator (kept apart from the maths, as PyTorch keeps
     ``_mha_shape_check`` apart from ``multi_head_attention_forward``)::
 
-        @validated(_validate.local_attention)
+        @validated(rules.local_qkv)
         def local_attention(q, k, v, window): ...
 
     Callables that come from the user (a feature map, a learner's ``attend``) must not run inside

@@ -400,7 +400,7 @@ def test_forward_is_project_then_attend_then_merge_then_out_proj():
 
 
 def test_inputs_are_checked_once_at_the_door(monkeypatch):
-    import lectures_lib._validate as validate_module  # the door checks live apart from the maths
+    import lectures_lib._validate.attention as validate_module  # attention.py's door checks
 
     calls = []
     real_check_qkv = validate_module.check_qkv

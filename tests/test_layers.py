@@ -235,7 +235,7 @@ def test_attention_maps_run_one_forward_in_eval_mode():
 
 
 def test_a_decoder_stack_checks_each_mask_once(monkeypatch):
-    import lectures_lib._validate as validate_module  # the door checks live apart from the maths
+    import lectures_lib._validate.layers as validate_module  # layers.py's door checks
     from lectures_lib.models import Decoder
 
     checked = []

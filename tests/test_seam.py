@@ -16,7 +16,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lectures_lib import _validate
+from lectures_lib._validate import masks as mask_rules
 from lectures_lib.attention import MultiHeadAttention
 from lectures_lib.cache import KeyValueCache, kv_cache_problem
 from lectures_lib.layers import EncoderLayer
@@ -256,7 +256,7 @@ def test_no_taught_module_is_over_about_500_lines():
 def test_the_validators_keep_the_messages_of_the_door():
     with pytest.raises(ValueError, match="is not divisible by num_heads=3"):
         MultiHeadAttention(8, 3)
-    assert _validate.check_mask is __import__("lectures_lib.masks").masks.check_mask
+    assert mask_rules.check_mask is __import__("lectures_lib.masks").masks.check_mask
 
 
 # ---- properties of the newer APIs ------------------------------------------------------------
@@ -325,5 +325,5 @@ def test_forward_cached_refuses_bad_input_clearly(bad):
     }[bad]
     with pytest.raises((TypeError, ValueError)) as caught:
         call()
-    assert Path(caught.traceback[-1].path).parent.name == "lectures_lib", "refused by the library"
+    assert "lectures_lib" in Path(caught.traceback[-1].path).parts, "refused by the library"
     assert len(cache) == 1, "a refused call leaves the cache as it was"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .._validate.variants import shared as rules
 from ..utils import (
     at_boundary,
     check_bool,
@@ -28,7 +29,6 @@ from ..utils import (
     check_tensor,
     validated,
 )
-from . import _validate
 from .base import AttentionVariant, split_mask
 
 __all__ = ["UniformAttention", "FourierMixing", "fourier_mixing", "uniform_attention"]
@@ -40,7 +40,7 @@ def _check_uniform_attention(v, key_mask=None) -> None:
     if v.dim() < 2:
         raise ValueError(f"v must have at least 2 dimensions (..., n, d), got shape {tuple(v.shape)}")
     if key_mask is not None:
-        _validate.key_padding(key_mask, v.shape[:-1])
+        rules.key_mask_shape(key_mask, v.shape[:-1])
 
 
 def _check_fourier_mixing(x) -> None:

@@ -17,7 +17,8 @@ class body what it supports:
 Anything outside what it supports (a mask it cannot honour, a sequence longer than its
 ``seq_len``, an input whose dtype is not the module's) is **refused at the door** with an error
 naming the argument, what was expected and what was given; nothing is silently approximated.
-The checks live in :mod:`._validate`; the methods here hold the maths.
+The checks live in ``lectures_lib/_validate/variants/`` (one file per variant file); the
+methods here hold the maths.
 
 A :class:`PatternAttention` is a variant with one step changed, ``attend``. A subclass says:
 
@@ -39,8 +40,8 @@ from __future__ import annotations
 
 import torch
 
+from .._validate.variants import base as rules
 from ..attention import MultiHeadAttention, fused_attention, scaled_dot_product_attention
-from . import _validate
 
 __all__ = ["AttentionVariant", "PatternAttention"]
 
@@ -106,13 +107,13 @@ class AttentionVariant(MultiHeadAttention):
     seq_len_reason = "one parameter per position"
 
     def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        _validate.variant_inputs(self, query, key, value, mask, need_weights)
+        rules.variant_inputs(self, query, key, value, mask, need_weights)
 
     def supported_mask(self, mask, n_q: int, n_k: int) -> tuple[torch.Tensor | None, str]:
         """:func:`split_mask`, refused clearly when this variant cannot honour the mask (on every
         call, not only at the door: inside a model the mask comes from the layer)."""
         key_mask, kind = split_mask(mask, n_q, n_k)
-        _validate.mask_support(self, mask, kind)
+        rules.mask_support(self, mask, kind)
         return key_mask, kind
 
     @property

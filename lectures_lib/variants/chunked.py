@@ -32,9 +32,9 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate.variants import chunked as rules
 from ..attention import fused_attention, scaled_dot_product_attention
 from ..utils import validated
-from . import _validate
 from .base import split_mask
 from .clustering import LSHAttention, RoutingAttention, lsh_buckets
 
@@ -127,7 +127,7 @@ def _sorted_chunks(buckets: torch.Tensor, chunk_size: int):
 SELF_PENALTY = 1e5  # Reformer's: e^{-1e5} is exactly 0 in float32 and float64
 
 
-@validated(_validate.drop_self)
+@validated(rules.square_allowed)
 def drop_self(allowed: torch.Tensor) -> torch.Tensor:
     """Reformer's self rule on a dense bool mask ``(..., n, n)``: remove the diagonal cell of every
     row that has another allowed key (a row with only itself keeps it)."""
@@ -143,7 +143,7 @@ def _chunk_neighbours(chunk_i: torch.Tensor, chunk_j: torch.Tensor, n_chunks: in
     return (gap == 0) | (gap == 1)
 
 
-@validated(_validate.lsh_chunk_mask)
+@validated(rules.bucket_chunks)
 def lsh_chunk_mask(buckets: torch.Tensor, chunk_size: int, *, same_bucket: bool = True) -> torch.Tensor:
     """The cells :func:`lsh_chunked_attention` keeps, as a dense bool ``(..., n, n)`` mask: in some
     round, key j is in query i's chunk or the previous one (and, with ``same_bucket``, in its
@@ -159,7 +159,7 @@ def lsh_chunk_mask(buckets: torch.Tensor, chunk_size: int, *, same_bucket: bool 
     return kept.reshape(*lead, rounds, n, n).any(dim=-3)  # (..., n, n)
 
 
-@validated(_validate.lsh_chunked_attention)
+@validated(rules.lsh_chunked_qkv)
 def lsh_chunked_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -255,7 +255,7 @@ def lsh_chunked_attention(
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.balanced_members)
+@validated(rules.balanced_args)
 def balanced_members(
     x: torch.Tensor, centroids: torch.Tensor, size: int, valid: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -278,7 +278,7 @@ def balanced_members(
     return torch.cat(picked, dim=-2).sort(dim=-1).values  # (..., C, size)
 
 
-@validated(_validate.hash_buckets)
+@validated(rules.hashing_args)
 def hash_buckets(x: torch.Tensor, rotations: torch.Tensor, block: int = 1024) -> torch.Tensor:
     r"""``lsh_buckets(x, rotations)`` computed ``block`` positions at a time: the projections
     :math:`xR` are ``n x n_buckets / 2`` per round (quadratic when the buckets grow with
@@ -295,7 +295,7 @@ def _membership(members: torch.Tensor, n: int) -> torch.Tensor:
     return table.transpose(-2, -1)  # (..., n + 1, C), row n (padding) all False
 
 
-@validated(_validate.membership_mask)
+@validated(rules.member_pair)
 def membership_mask(query_members: torch.Tensor, key_members: torch.Tensor, n: int) -> torch.Tensor:
     """The cells :func:`balanced_routing_attention` keeps, as a dense bool ``(..., n, n)`` mask:
     query i and key j share at least one cluster. Builds ``n x n``: for pictures and checks."""
@@ -304,7 +304,7 @@ def membership_mask(query_members: torch.Tensor, key_members: torch.Tensor, n: i
     return (q_in @ k_in.transpose(-2, -1)) > 0  # (..., n, n)
 
 
-@validated(_validate.balanced_routing_attention)
+@validated(rules.balanced_routing_qkv)
 def balanced_routing_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -388,7 +388,7 @@ class ReformerAttention(LSHAttention):
                  same_bucket: bool = True, exclude_self: bool = True) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias, n_buckets=n_buckets,
                          n_hashes=n_hashes, seed=seed)
-        _validate.reformer_module(self, chunk_size, same_bucket, exclude_self)
+        rules.reformer_settings(self, chunk_size, same_bucket, exclude_self)
         self.chunk_size, self.same_bucket, self.exclude_self = chunk_size, same_bucket, exclude_self
 
     def buckets(self, q: torch.Tensor) -> torch.Tensor:
@@ -454,7 +454,7 @@ class BalancedRoutingAttention(RoutingAttention):
                  cluster_size: int | None = None) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias, n_clusters=n_clusters,
                          decay=decay, seed=seed)
-        _validate.balanced_routing_module(self, cluster_size)
+        rules.balanced_routing_settings(self, cluster_size)
         self.cluster_size = cluster_size
 
     def members(self, q: torch.Tensor, k: torch.Tensor, key_mask: torch.Tensor | None = None

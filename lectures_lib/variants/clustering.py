@@ -32,9 +32,9 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate.variants import clustering as rules
 from ..attention import scaled_dot_product_attention
 from ..utils import validated
-from . import _validate
 from .base import PatternAttention, gather_rows
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.random_rotations)
+@validated(rules.rotation_sizes)
 def random_rotations(
     d: int, n_buckets: int, n_hashes: int = 1, *, heads: int | None = None, seed: int = 0
 ) -> torch.Tensor:
@@ -67,7 +67,7 @@ def random_rotations(
     return torch.randn(shape, generator=generator)
 
 
-@validated(_validate.lsh_buckets)
+@validated(rules.x_and_rotations)
 def lsh_buckets(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
     r"""Reformer's angular LSH: bucket :math:`h(x) = \arg\max_b [x R; -x R]_b` per round.
 
@@ -80,7 +80,7 @@ def lsh_buckets(x: torch.Tensor, rotations: torch.Tensor) -> torch.Tensor:
     return torch.cat([projected, -projected], dim=-1).argmax(dim=-1)  # (..., n_hashes, n)
 
 
-@validated(_validate.nearest_centroid)
+@validated(rules.x_and_centroids)
 def nearest_centroid(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
     r"""Spherical k-means assignment: the centroid :math:`\mu_c` with the largest
     :math:`\hat x \cdot \mu_c` (:math:`\hat x = x / \lVert x \rVert`). ``x`` ``(..., n, d)``,
@@ -88,7 +88,7 @@ def nearest_centroid(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
     return (F.normalize(x, dim=-1) @ centroids.to(x.dtype).transpose(-2, -1)).argmax(dim=-1)
 
 
-@validated(_validate.kmeans)
+@validated(rules.kmeans_args)
 def kmeans(
     x: torch.Tensor, n_clusters: int, num_iters: int = 10, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -112,7 +112,7 @@ def kmeans(
     return centroids, nearest_centroid(directions, centroids)
 
 
-@validated(_validate.cluster_mask)
+@validated(rules.cluster_id_pair)
 def cluster_mask(query_clusters: torch.Tensor, key_clusters: torch.Tensor) -> torch.Tensor:
     """Dense bool mask ``(..., n_q, n_k)``: True where query and key share a cluster in at least
     one round. ``query_clusters`` ``(..., rounds, n_q)``, ``key_clusters`` ``(..., rounds, n_k)``.
@@ -155,7 +155,7 @@ def _chunks(cluster: torch.Tensor, n_clusters: int, size: int | None = None):
     return table.reshape(batch, n_clusters, size), size
 
 
-@validated(_validate.clustered_attention)
+@validated(rules.clustered_qkv)
 def clustered_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -355,7 +355,7 @@ class LSHAttention(PatternAttention):
         seed: int = 0,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        _validate.lsh_module(self, n_buckets, n_hashes, seed)
+        rules.lsh_settings(self, n_buckets, n_hashes, seed)
         self.n_buckets, self.n_hashes = int(n_buckets), int(n_hashes)
         rotations = random_rotations(self.d_head, n_buckets, n_hashes, heads=num_heads, seed=seed)
         self.register_buffer("rotations", rotations)  # (heads, n_hashes, d_head, n_buckets / 2)
@@ -411,7 +411,7 @@ class RoutingAttention(PatternAttention):
         seed: int = 0,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        _validate.routing_module(self, n_clusters, decay, seed)
+        rules.routing_settings(self, n_clusters, decay, seed)
         self.n_clusters, self.decay = int(n_clusters), float(decay)
         generator = torch.Generator().manual_seed(int(seed))
         centroids = F.normalize(torch.randn(num_heads, n_clusters, self.d_head, generator=generator), dim=-1)

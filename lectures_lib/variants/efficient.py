@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import torch
 
+from .._validate.variants import shared as rules
 from ..utils import check_qkv, validated
-from . import _validate
 from .base import AttentionVariant
 
 __all__ = ["EfficientAttention", "efficient_attention"]
@@ -32,7 +32,7 @@ def _check_efficient_attention(q, k, v, key_mask=None) -> None:
     """The door check of :func:`efficient_attention` (not taught: the rules, not the maths)."""
     check_qkv(q, k, v)
     if key_mask is not None:
-        _validate.key_padding(key_mask, k.shape[:-1])
+        rules.key_mask_shape(key_mask, k.shape[:-1])
 
 
 @validated(_check_efficient_attention)

@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 import torch
 
+from .._validate.variants import linear as rules
 from ..attention import MultiHeadAttention
 from ..utils import validated
-from . import _validate
 from .base import AttentionVariant
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
 CHUNK = 64  # causal linear attention: queries per chunk (an N x CHUNK block at most)
 
 
-@validated(_validate.elu_feature_map)
+@validated(rules.floating_x)
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     r""":math:`\phi(x) = \operatorname{elu}(x) + 1`, positive everywhere (Katharopoulos et al. 2020).
 
@@ -100,7 +100,7 @@ def _linear_from_features(
     return torch.cat(outputs, dim=-2)  # (..., n, d_v)
 
 
-@validated(_validate.linear_attention)
+@validated(rules.linear_qkv)
 def linear_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -146,7 +146,7 @@ def linear_attention(
     with_sums = _accumulation_dtype(q.dtype)
     q, k = q.to(with_sums), k.to(with_sums)  # upcast first: the feature map runs in float32
     q_features, k_features = feature_map(q), feature_map(k)  # (..., n_q, f), (..., n_k, f)
-    _validate.features(q_features, k_features, q, k)  # the map may be the learner's: check it
+    rules.feature_values(q_features, k_features, q, k)  # the map may be the learner's: check it
     q_features, k_features = q_features.to(with_sums), k_features.to(with_sums)
     out = _linear_from_features(q_features, k_features, v.to(with_sums), causal)
     return out.to(v.dtype)  # (..., n_q, d_v)
@@ -182,7 +182,7 @@ class LinearAttention(AttentionVariant):
         feature_map: Callable[[torch.Tensor], torch.Tensor] = elu_feature_map,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        _validate.feature_map_is_callable(feature_map)
+        rules.feature_map_is_callable(feature_map)
         self.feature_map = feature_map
 
     def features(
@@ -193,7 +193,7 @@ class LinearAttention(AttentionVariant):
         so it drops out of both sums."""
         x = x.to(_accumulation_dtype(x.dtype))  # upcast first: the map runs in float32 at least
         features = self.feature_map(x)
-        _validate.features(features, features, x, x)  # the map may be the learner's: check it
+        rules.feature_values(features, features, x, x)  # the map may be the learner's: check it
         features = features.to(x.dtype)
         if key_mask is not None:
             keep = key_mask.transpose(-2, -1)  # (batch | 1, heads | 1, n, 1)
@@ -219,7 +219,7 @@ class LinearAttention(AttentionVariant):
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.random_projection)
+@validated(rules.projection_args)
 def random_projection(
     n_features: int,
     d: int,
@@ -253,7 +253,7 @@ def random_projection(
     return (rows * lengths).to(dtype)
 
 
-@validated(_validate.performer_features)
+@validated(rules.x_and_projection)
 def performer_features(x: torch.Tensor, projection: torch.Tensor) -> torch.Tensor:
     r"""Positive random features of the softmax kernel (FAVOR+, Choromanski et al. 2021):
 
@@ -307,7 +307,7 @@ class PerformerAttention(LinearAttention):
         orthogonal: bool = True,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        _validate.performer(self, n_features, orthogonal)
+        rules.performer_settings(self, n_features, orthogonal)
         self.n_features, self.orthogonal = int(n_features), orthogonal
         self.register_buffer("projection", random_projection(n_features, self.d_head, orthogonal))
 

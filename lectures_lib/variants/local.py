@@ -11,16 +11,16 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate.variants import local as rules
 from ..attention import masked_softmax
 from ..utils import validated
-from . import _validate
 from .base import PatternAttention
 from .patterns import local_mask
 
 __all__ = ["local_attention", "band_to_dense", "LocalAttention"]
 
 
-@validated(_validate.local_attention)
+@validated(rules.local_qkv)
 def local_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -107,7 +107,7 @@ def local_attention(
     return out, band.reshape(*lead, n_blocks * b, 2 * window + 1)[..., :n, :]
 
 
-@validated(_validate.band_to_dense)
+@validated(rules.band_shape)
 def band_to_dense(band_weights: torch.Tensor) -> torch.Tensor:
     """Scatter banded weights ``(..., n, 2w + 1)`` (from :func:`local_attention`) into the dense
     ``(..., n, n)`` matrix, zero outside the band. Builds the N x N matrix: for pictures and checks
@@ -151,7 +151,7 @@ class LocalAttention(PatternAttention):
         window: int = 8,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        _validate.local_module(self, window)
+        rules.window_size(self, window)
         self.window = int(window)
 
     def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 import torch
 
+from .._validate.variants import patterns as rules
 from ..utils import validated
-from . import _validate
 
 __all__ = [
     "local_mask",
@@ -42,7 +42,7 @@ def _offsets(n: int, device: torch.device | str | None) -> torch.Tensor:
     return positions[:, None] - positions[None, :]  # (n, n): i - j for query i, key j
 
 
-@validated(_validate.local_mask)
+@validated(rules.size_and_window)
 def local_mask(n: int, window: int, device: torch.device | str | None = None) -> torch.Tensor:
     r"""Boolean ``(n, n)`` mask of local attention: True where :math:`|i - j| \le` ``window``.
 
@@ -52,7 +52,7 @@ def local_mask(n: int, window: int, device: torch.device | str | None = None) ->
     return _offsets(n, device).abs() <= window
 
 
-@validated(_validate.stride_mask)
+@validated(rules.size_and_stride)
 def stride_mask(n: int, stride: int, device: torch.device | str | None = None) -> torch.Tensor:
     r"""Boolean ``(n, n)`` mask of stride attention: True where :math:`i - j` is a multiple of
     ``stride`` (:math:`(i - j) \bmod s = 0`; the "strided" pattern of Child et al. 2019, both
@@ -62,7 +62,7 @@ def stride_mask(n: int, stride: int, device: torch.device | str | None = None) -
     return _offsets(n, device) % stride == 0
 
 
-@validated(_validate.global_mask)
+@validated(rules.size_and_globals)
 def global_mask(
     n: int,
     global_positions: Sequence[int] | torch.Tensor,
@@ -81,7 +81,7 @@ def global_mask(
     return is_global[:, None] | is_global[None, :]  # (n, n): global row or global column
 
 
-@validated(_validate.dilated_mask)
+@validated(rules.dilated_window)
 def dilated_mask(
     n: int, window: int, dilation: int, device: torch.device | str | None = None
 ) -> torch.Tensor:
@@ -95,7 +95,7 @@ def dilated_mask(
     return (offsets % dilation == 0) & (offsets.abs() <= window * dilation)
 
 
-@validated(_validate.random_keys)
+@validated(rules.random_key_count)
 def random_keys(n: int, num_random: int, seed: int = 0) -> torch.Tensor:
     """``(n, num_random)`` long: the random key positions each query gets (Big Bird's random
     links), drawn uniformly *with* replacement from ``0 ... n - 1`` by a generator seeded with
@@ -108,7 +108,7 @@ def random_keys(n: int, num_random: int, seed: int = 0) -> torch.Tensor:
     return torch.randint(0, max(n, 1), (n, num_random), generator=generator)  # (n, num_random)
 
 
-@validated(_validate.random_mask)
+@validated(rules.random_mask_args)
 def random_mask(
     n: int, num_random: int, seed: int = 0, device: torch.device | str | None = None
 ) -> torch.Tensor:
@@ -121,7 +121,7 @@ def random_mask(
     return mask.scatter_(1, keys, True)  # (n, n): True at each drawn key
 
 
-@validated(_validate.head_patterns)
+@validated(rules.one_mask_per_head)
 def head_patterns(patterns: Sequence[torch.Tensor]) -> torch.Tensor:
     """Stack one ``(n, n)`` pattern per head into a ``(1, heads, n, n)`` mask: head ``h`` attends
     under ``patterns[h]``. The result broadcasts over the batch and combines with a key-padding
@@ -130,7 +130,7 @@ def head_patterns(patterns: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.stack(list(patterns))[None]  # (1, heads, n, n)
 
 
-@validated(_validate.receptive_field)
+@validated(rules.square_mask_and_layers)
 def receptive_field(mask: torch.Tensor, num_layers: int) -> torch.Tensor:
     r"""Which tokens can reach which after ``num_layers`` layers of attention under ``mask``.
 

@@ -16,15 +16,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._validate.variants import sinkhorn as rules
 from ..attention import attention_scores, masked_softmax
 from ..utils import validated
-from . import _validate
 from .base import AttentionVariant
 
 __all__ = ["sinkhorn", "SinkhornAttention"]
 
 
-@validated(_validate.sinkhorn)
+@validated(rules.square_log_scores)
 def sinkhorn(log_scores: torch.Tensor, n_iters: int = 8) -> torch.Tensor:
     r"""Sinkhorn normalisation: alternately normalise rows and columns of :math:`e^{S}`.
 
@@ -99,7 +99,7 @@ class SinkhornAttention(AttentionVariant):
         temperature: float = 0.75,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        _validate.sinkhorn_module(self, block_size, n_iters, temperature)
+        rules.sinkhorn_settings(self, block_size, n_iters, temperature)
         self.block_size, self.n_iters = int(block_size), int(n_iters)
         self.temperature = float(temperature)
         self.sort_proj = nn.Linear(self.d_head, self.d_head, bias=False)  # W of the sorting net

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
+from .._validate.variants import sparse as rules
 from ..attention import masked_softmax
 from ..utils import validated
-from . import _validate
 from .base import PatternAttention, gather_rows
 from .patterns import dilated_mask, global_mask, local_mask, random_keys, random_mask
 
@@ -54,7 +54,7 @@ def _global_positions(global_positions: object) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(_validate.strided_attention)
+@validated(rules.strided_qkv)
 def strided_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -136,7 +136,7 @@ def _slots(key_index: torch.Tensor, global_positions: torch.Tensor) -> tuple[tor
     return index.clamp(min=0), valid
 
 
-@validated(_validate.sparse_pattern)
+@validated(rules.key_index_pattern)
 def sparse_pattern(
     n: int,
     key_index: torch.Tensor,
@@ -154,7 +154,7 @@ def sparse_pattern(
     return mask
 
 
-@validated(_validate.sparse_attention)
+@validated(rules.sparse_qkv)
 def sparse_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -232,7 +232,7 @@ def sparse_attention(
     return out, dense.reshape(*lead, n, n)
 
 
-@validated(_validate.global_attention)
+@validated(rules.global_qkv)
 def global_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -327,7 +327,7 @@ class LongformerAttention(_SparsePatternAttention):
         super().__init__(d_model, num_heads, dropout, bias=bias)
         if dilations is None:
             dilations = [1] * ((num_heads + 1) // 2) + [2] * (num_heads // 2)
-        _validate.longformer(self, window, dilations, global_positions)
+        rules.longformer_settings(self, window, dilations, global_positions)
         self.window = int(window)
         self.dilations = tuple(int(d) for d in dilations)
         self.global_positions = tuple(int(p) for p in global_positions)
@@ -381,7 +381,7 @@ class BigBirdAttention(_SparsePatternAttention):
         seed: int = 0,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        _validate.big_bird(self, window, num_random, global_positions, seed)
+        rules.big_bird_settings(self, window, num_random, global_positions, seed)
         self.window, self.num_random, self.seed = int(window), int(num_random), int(seed)
         self.global_positions = tuple(int(p) for p in global_positions)
 

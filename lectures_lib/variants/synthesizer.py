@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._validate.variants import synthesizer as rules
 from ..attention import masked_softmax
-from . import _validate
 from .base import AttentionVariant
 
 __all__ = ["DenseSynthesizerAttention", "RandomSynthesizerAttention"]
@@ -34,7 +34,7 @@ class _SynthesizerBase(AttentionVariant):
     def __init__(self, d_model, num_heads, dropout=0.0, *, bias=True, seq_len, hidden=None,
                  fixed=False):
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        _validate.synthesizer(self, seq_len, hidden, fixed)
+        rules.synthesizer_settings(self, seq_len, hidden, fixed)
         self.seq_len = int(seq_len)
 
     def _weighted_values(self, scores, v, mask, need_weights):

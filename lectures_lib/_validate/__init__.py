@@ -1,0 +1,17 @@
+"""The door checks of the taught modules (private), named for what they check.
+
+The rules of ``lectures_lib/X.py`` are in ``lectures_lib/_validate/X.py`` (and those of
+``variants/X.py`` in ``_validate/variants/X.py``). A taught function or ``forward`` holds the
+maths; its arguments are checked once, where it is called from outside the library, as PyTorch
+keeps ``_mha_shape_check`` and ``_canonical_mask`` apart from ``multi_head_attention_forward``. The
+link is one decorator line, ``@validated(rules.qkv_and_mask)`` (see
+:func:`lectures_lib.utils.validated`); a rule takes the arguments of the function it guards
+(``self`` included) and raises a learner-readable error naming the argument, what was expected and
+what it got. Constructors call their rule on their first line (a module built inside another one
+is still checked: the factories that build it may come from the learner). Rules are named for the
+concern (``qkv_and_mask``, ``mha_inputs``, ``token_ids``), never like the public function they
+guard, and one rule serves every entry point that takes the same arguments.
+
+This package imports nothing; each file imports only :mod:`lectures_lib.utils`, ``masks``,
+``cache`` and rules files below it. Nothing here is taught.
+"""

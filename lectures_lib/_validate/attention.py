@@ -1,0 +1,249 @@
+"""The rules of :mod:`lectures_lib.attention`: query/key/value and the mask, the heads, the
+module's sizes and its inputs (``mha_inputs`` is ``MultiHeadAttention.check_inputs``), positions,
+the cache.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..cache import KeyValueCache, kv_cache_problem
+from ..masks import with_key_padding
+from ..utils import (
+    check_bool,
+    check_positive_int,
+    check_probability,
+    check_qkv,
+    check_tensor,
+)
+from .masks import check_mask, padding_shape
+
+
+def query_and_key(q: object, k: object) -> None:
+    check_qkv(q, k, k)
+
+
+def scores_and_mask(scores: object, mask: object = None) -> None:
+    check_tensor(scores, "scores", dtype="floating")
+    if scores.dim() < 2:
+        raise ValueError(
+            f"scores must have shape (..., n_queries, n_keys), got {tuple(scores.shape)}"
+        )
+    if mask is not None:
+        check_mask(mask, scores.shape)
+
+
+def qkv_and_mask(
+    q: object, k: object, v: object, mask: object = None, dropout_p: object = 0.0
+) -> None:
+    check_qkv(q, k, v)
+    check_probability(dropout_p, "dropout_p")
+    if mask is not None:
+        check_mask(mask, (*q.shape[:-1], k.shape[-2]))
+
+
+def self_attention_sizes(d_model: object, d_k: object, d_v: object, bias: object) -> None:
+    check_positive_int(d_model, "d_model")
+    check_positive_int(d_k if d_k is not None else d_model, "d_k")
+    check_positive_int(d_v if d_v is not None else d_model, "d_v")
+    check_bool(bias, "bias")
+
+
+def sequence(x: object, name: str, d_model: int) -> torch.Tensor:
+    """``x`` must be a floating tensor ``(batch, seq, d_model)``."""
+    check_tensor(x, name, ndim=3, dtype="floating")
+    if x.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} must have shape (batch, seq, d_model={d_model}), got {tuple(x.shape)}: "
+            "its last dimension does not match the layer's d_model"
+        )
+    return x
+
+
+def self_attention_inputs(self: nn.Module, x: object, mask: object = None) -> None:
+    check_tensor(x, "x", ndim=3, dtype="floating")
+    if x.shape[-1] != self.d_model:
+        raise ValueError(f"x must have shape (batch, seq, {self.d_model}), got {tuple(x.shape)}")
+    if mask is not None:
+        check_mask(mask, (x.shape[0], x.shape[1], x.shape[1]))
+
+
+def heads_divide_features(x: object, num_heads: object) -> None:
+    check_tensor(x, "x", ndim=3)
+    num_heads = check_positive_int(num_heads, "num_heads")
+    if x.shape[-1] % num_heads != 0:
+        raise ValueError(
+            f"d_model={x.shape[-1]} (last dimension of x, shape {tuple(x.shape)}) is not "
+            f"divisible by num_heads={num_heads}"
+        )
+
+
+def stacked_heads(x: object) -> None:
+    check_tensor(x, "x", ndim=4)
+
+
+def mha_weights(
+    x: object, w_q: object, w_k: object, w_v: object, w_o: object, num_heads: object,
+    mask: object = None,
+) -> None:
+    check_tensor(x, "x", ndim=3, dtype="floating")
+    d_model = x.shape[-1]
+    for name, weight in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
+        check_tensor(weight, name, shape=(d_model, d_model), dtype=x.dtype)
+    heads_divide_features(x, num_heads)
+    if mask is not None:
+        check_mask(mask, (x.shape[0], num_heads, x.shape[1], x.shape[1]))
+
+
+def mha_sizes(
+    d_model: object, num_heads: object, dropout: object, bias: object, kdim: object, vdim: object
+) -> None:
+    d_model = check_positive_int(d_model, "d_model")
+    num_heads = check_positive_int(num_heads, "num_heads")
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}: every head gets "
+            "d_head = d_model / num_heads features"
+        )
+    check_positive_int(kdim if kdim is not None else d_model, "kdim")
+    check_positive_int(vdim if vdim is not None else d_model, "vdim")
+    check_probability(dropout, "dropout")
+    check_bool(bias, "bias")
+
+
+def _query_key_value(module: nn.Module, query: object, key: object, value: object) -> None:
+    for name, t, size in (
+        ("query", query, module.d_model),
+        ("key", key, module.kdim),
+        ("value", value, module.vdim),
+    ):
+        check_tensor(t, name, ndim=3, dtype="floating")
+        if t.shape[-1] != size:
+            raise ValueError(f"{name} must have shape (batch, seq, {size}), got {tuple(t.shape)}")
+    if not (query.shape[0] == key.shape[0] == value.shape[0]):
+        raise ValueError(
+            "query, key and value must have the same batch size, got "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+        )
+    if key.shape[1] != value.shape[1]:
+        raise ValueError(
+            f"key and value must have the same length, got {tuple(key.shape)} and "
+            f"{tuple(value.shape)}"
+        )
+    if not (query.dtype == key.dtype == value.dtype):
+        raise TypeError(
+            f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, "
+            f"{value.dtype}"
+        )
+    weight = module.q_proj.weight
+    if query.dtype != weight.dtype:
+        raise TypeError(
+            f"query, key and value must have the module's dtype {weight.dtype}, got "
+            f"{query.dtype} (convert the input with .to({weight.dtype}) or the module with "
+            f".to({query.dtype}))"
+        )
+
+
+def mha_inputs(
+    module: nn.Module, query: object, key: object, value: object, mask: object, need_weights: object
+) -> None:
+    """``MultiHeadAttention.check_inputs``: shapes, dtypes, the mask, ``need_weights``."""
+    _query_key_value(module, query, key, value)
+    if mask is not None:
+        check_mask(mask, (query.shape[0], module.num_heads, query.shape[1], key.shape[1]))
+    check_bool(need_weights, "need_weights")
+
+
+def position_values(positions: object) -> torch.Tensor:
+    """Positions: an integer or floating tensor of finite values."""
+    check_tensor(positions, "positions")
+    if positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must be integer or float, got {positions.dtype}")
+    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+        raise ValueError("positions must be finite numbers, got NaN or inf")
+    return positions
+
+
+def token_positions(positions: object, query: object, key: object) -> None:
+    """One position per token of a self-attention: ``(seq,)`` or ``(batch, seq)``."""
+    check_tensor(positions, "positions", ndim=(1, 2))
+    position_values(positions)
+    batch, seq = query.shape[0], query.shape[1]
+    if key.shape[1] != seq:
+        raise ValueError(
+            "positions=... gives one position per token of a self-attention: query and key "
+            f"must have the same length, got {tuple(query.shape)} and {tuple(key.shape)}"
+        )
+    wrong_batch = positions.dim() == 2 and positions.shape[0] not in (1, batch)
+    if positions.shape[-1] != seq or wrong_batch:
+        raise ValueError(
+            f"positions must have shape (seq,) or (batch, seq) = ({batch}, {seq}), "
+            f"got {tuple(positions.shape)}"
+        )
+
+
+def mha_forward(
+    self: nn.Module,
+    query: object,
+    key: object,
+    value: object,
+    mask: object = None,
+    need_weights: object = True,
+    *,
+    key_padding_mask: object = None,
+    positions: object = None,
+) -> None:
+    """``MultiHeadAttention.forward``: the overridable ``check_inputs`` hook sees the mask the
+    steps will see (``mask`` AND ``key_padding_mask``). Without ``key_padding_mask`` the hook is
+    the one pass; with it, query/key/value are checked first, since the padding's shape is read
+    from them."""
+    if key_padding_mask is not None:
+        _query_key_value(self, query, key, value)
+        padding_shape(key_padding_mask, "key_padding_mask", query.shape[0], key.shape[1])
+        if mask is not None:
+            check_mask(mask, (query.shape[0], self.num_heads, query.shape[1], key.shape[1]))
+    self.check_inputs(query, key, value, with_key_padding(mask, key_padding_mask), need_weights)
+    if positions is not None:
+        token_positions(positions, query, key)
+
+
+def mha_cached_inputs(
+    module: nn.Module, query: object, key: object, value: object, cache: object, mask: object,
+    static: object,
+) -> None:
+    """``MultiHeadAttention.check_cached_inputs``: as ``forward``, plus the cache."""
+    check_bool(static, "static")
+    problem = kv_cache_problem(module)
+    if problem:
+        raise TypeError(problem)
+    if static and kv_cache_problem(module, static=True):  # e.g. rotary: self-attention only
+        raise ValueError(kv_cache_problem(module, static=True))
+    if not isinstance(cache, KeyValueCache):
+        raise TypeError(f"cache must be a KeyValueCache, got {type(cache).__name__}")
+    _query_key_value(module, query, key, value)
+    batch, n_new = query.shape[0], query.shape[1]
+    if len(cache) and cache.keys.shape[0] != batch:
+        raise ValueError(
+            f"query has batch size {batch}, but the cache holds {cache.keys.shape[0]} rows: a "
+            "KeyValueCache belongs to one decoding run (start a new one, or reorder it)"
+        )
+    n_keys = len(cache) if static and len(cache) else len(cache) + key.shape[1]
+    if mask is not None:
+        check_mask(mask, (batch, module.num_heads, n_new, n_keys))
+
+
+def mha_forward_cached(
+    self: nn.Module, query: object, key: object, value: object, cache: object, mask: object = None,
+    *, static: object = False,
+) -> None:
+    self.check_cached_inputs(query, key, value, cache, mask, static)
+
+
+def torch_mha(module: object) -> None:
+    if not isinstance(module, nn.MultiheadAttention):
+        raise TypeError(f"expected nn.MultiheadAttention, got {type(module).__name__}")
+    if module.bias_k is not None or module.add_zero_attn:
+        raise ValueError("add_bias_kv / add_zero_attn are not supported by MultiHeadAttention")
+    if (module.in_proj_bias is not None) != (module.out_proj.bias is not None):
+        raise ValueError("in-projection and out-projection must both have biases or neither")

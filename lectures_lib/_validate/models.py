@@ -1,0 +1,238 @@
+"""The rules of :mod:`lectures_lib.models`: token ids, the stacks, the embedding, the tagger and
+the Transformer's inputs, the decoder cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from ..cache import DecoderCache, kv_cache_problem
+from ..utils import (
+    check_bool,
+    check_non_negative_int,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+)
+from .attention import sequence
+from .layers import decoder_layer_cached_inputs
+from .masks import check_mask
+
+
+def token_ids(tokens: object, name: str, vocab_size: int) -> torch.Tensor:
+    """``tokens`` must be an integer tensor ``(batch, seq)`` of ids in ``[0, vocab_size)``."""
+    check_tensor(tokens, name, ndim=2, dtype="integer")
+    if tokens.numel():
+        low, high = int(tokens.min()), int(tokens.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"{name} holds token ids in [{low}, {high}], but the vocabulary has "
+                f"{vocab_size} entries: ids must lie in [0, {vocab_size - 1}]"
+            )
+    return tokens
+
+
+def stack_settings(layer: object, num_layers: object, final_norm: object, kind: type) -> None:
+    check_positive_int(num_layers, "num_layers")
+    if final_norm is not None:
+        check_bool(final_norm, "final_norm")
+    if isinstance(layer, nn.Module):
+        if not isinstance(layer, kind):
+            raise TypeError(f"expected a {kind.__name__} as template, got {type(layer).__name__}")
+    elif not callable(layer):
+        raise TypeError(
+            f"layer must be a {kind.__name__} (template) or a callable returning one, "
+            f"got {type(layer).__name__}"
+        )
+
+
+def distinct_layers(layers: list[object], kind: type) -> None:
+    for each in layers:
+        if not isinstance(each, kind):
+            raise TypeError(
+                f"the layer factory must return a {kind.__name__}, got {type(each).__name__}"
+            )
+    if len({id(each) for each in layers}) != len(layers):
+        raise ValueError("the layer factory returned the same layer twice: layers would share")
+
+
+def encoder_stack_inputs(self: nn.Module, x: object, mask: object = None,
+                         need_weights: object = False) -> None:
+    self.layers[0].check_inputs(x, mask, need_weights)
+
+
+def decoder_stack_inputs(self: nn.Module, x: object, memory: object, tgt_mask: object = None,
+                         memory_mask: object = None, need_weights: object = False) -> None:
+    self.layers[0].check_inputs(x, memory, tgt_mask, memory_mask, need_weights)
+
+
+def decoder_stack_cached_inputs(self: nn.Module, x: object, memory: object, caches: object,
+                                tgt_mask: object = None, memory_mask: object = None) -> None:
+    if not isinstance(caches, (list, tuple)) or len(caches) != len(self.layers):
+        raise TypeError(
+            f"caches must be a list of {len(self.layers)} (self_cache, cross_cache) pairs, one "
+            f"per layer, got {type(caches).__name__}"
+        )
+    for layer, cache in zip(self.layers, caches, strict=True):
+        decoder_layer_cached_inputs(layer, x, memory, cache, tgt_mask, memory_mask)
+
+
+def token_tensor(src: object, pad_id: object, name: str = "src") -> None:
+    check_tensor(src, name, ndim=2, dtype="integer")
+    if pad_id is not None:
+        check_non_negative_int(pad_id, "pad_id")
+
+
+def src_for_mask(src: object, pad_id: object) -> None:
+    token_tensor(src, pad_id)
+
+
+def tgt_for_mask(tgt: object, pad_id: object) -> None:
+    token_tensor(tgt, pad_id, "tgt")
+
+
+def embedding_sizes(vocab_size: object, d_model: object, max_len: object, dropout: object,
+                    pad_id: object, positional_encoding: object) -> None:
+    check_positive_int(vocab_size, "vocab_size")
+    check_positive_int(d_model, "d_model")
+    check_positive_int(max_len, "max_len")
+    if pad_id is not None:
+        check_non_negative_int(pad_id, "pad_id")
+        if pad_id >= vocab_size:
+            raise ValueError(f"pad_id={pad_id} is not an id of a vocabulary of {vocab_size}")
+    check_bool(positional_encoding, "positional_encoding")
+    check_probability(dropout, "dropout")
+
+
+def embedding_inputs(module: nn.Module, tokens: object, name: str = "tokens") -> None:
+    """``tokens``: integer ids ``(batch, seq)`` in the vocabulary, at most ``max_len`` long."""
+    token_ids(tokens, name, module.vocab_size)
+    if tokens.shape[1] > module.max_len:
+        raise ValueError(
+            f"{name} has {tokens.shape[1]} positions (shape {tuple(tokens.shape)}), more "
+            f"than max_len={module.max_len} of the positional encoding"
+        )
+
+
+def embedding_offset_inputs(self: nn.Module, tokens: object, offset: object = 0) -> None:
+    self.check_inputs(tokens)
+    check_non_negative_int(offset, "offset")
+    if offset + tokens.shape[1] > self.max_len:
+        raise ValueError(
+            f"positions {offset} ... {offset + tokens.shape[1] - 1} exceed max_len="
+            f"{self.max_len} of the positional encoding"
+        )
+
+
+def label_count(num_labels: object) -> None:
+    check_positive_int(num_labels, "num_labels")
+
+
+def _num_heads(encoder_or_decoder: nn.Module) -> int:
+    return encoder_or_decoder.layers[0].num_heads
+
+
+def tagger_inputs(self: nn.Module, tokens: object, mask: object = None,
+                  need_weights: object = False) -> None:
+    self.embed.check_inputs(tokens)
+    if mask is not None:
+        batch, seq = tokens.shape
+        check_mask(mask, (batch, _num_heads(self.encoder), seq, seq))
+    check_bool(need_weights, "need_weights")
+
+
+def vocab_sizes(src_vocab_size: object, tgt_vocab_size: object,
+                positional_encoding: object) -> None:
+    check_positive_int(src_vocab_size, "src_vocab_size")
+    check_positive_int(tgt_vocab_size, "tgt_vocab_size")
+    check_bool(positional_encoding, "positional_encoding")
+
+
+def encode_inputs(self: nn.Module, src: object, src_mask: object = None,
+                  need_weights: object = False) -> None:
+    self.src_embed.check_inputs(src, "src")
+    if src_mask is not None:
+        batch, n_src = src.shape
+        check_mask(src_mask, (batch, _num_heads(self.encoder), n_src, n_src))
+    check_bool(need_weights, "need_weights")
+
+
+def _decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: object,
+                   tgt_mask: object, memory_mask: object, need_weights: object) -> None:
+    self.tgt_embed.check_inputs(tgt, "tgt")
+    sequence(memory, "memory", self.d_model)
+    if memory.shape[0] != tgt.shape[0]:
+        raise ValueError(
+            f"tgt {tuple(tgt.shape)} and memory {tuple(memory.shape)} have different batch sizes"
+        )
+    batch, n_tgt, n_src = tgt.shape[0], tgt.shape[1], memory.shape[1]
+    num_heads = _num_heads(self.decoder)
+    if src_mask is not None:
+        check_mask(src_mask, (batch, num_heads, 1, n_src))
+    if tgt_mask is not None:
+        check_mask(tgt_mask, (batch, num_heads, n_tgt, n_tgt))
+    if memory_mask is not None:
+        check_mask(memory_mask, (batch, num_heads, n_tgt, n_src))
+    check_bool(need_weights, "need_weights")
+
+
+def _src_against_memory(self: nn.Module, src: object, memory: object) -> None:
+    token_ids(src, "src", self.src_vocab_size)
+    if tuple(src.shape) != tuple(memory.shape[:2]):
+        raise ValueError(
+            f"src {tuple(src.shape)} does not match memory {tuple(memory.shape)}: "
+            "expected the same (batch, n_src)"
+        )
+
+
+def decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: object = None,
+                  tgt_mask: object = None, memory_mask: object = None, need_weights: object = False,
+                  *, src: object = None) -> None:
+    _decode_inputs(self, tgt, memory, src_mask, tgt_mask, memory_mask, need_weights)
+    if src is not None:
+        _src_against_memory(self, src, memory)
+        if src_mask is not None:
+            raise ValueError("give the source padding as src_mask or as src, not both")
+
+
+def decode_step_inputs(self: nn.Module, tgt: object, memory: object, cache: object,
+                       src_mask: object = None, *, src: object = None) -> None:
+    if not isinstance(cache, DecoderCache):
+        raise TypeError(f"cache must come from init_cache(), got {type(cache).__name__}")
+    decode_inputs(self, tgt, memory, src_mask, src=src)
+    if len(cache) and cache.batch_size != tgt.shape[0]:
+        raise ValueError(
+            f"tgt has batch size {tgt.shape[0]}, but the cache holds {cache.batch_size} rows"
+        )
+    n_keys = len(cache) + tgt.shape[1]
+    if n_keys > self.tgt_embed.max_len:
+        raise ValueError(
+            f"positions {len(cache)} ... {n_keys - 1} exceed max_len={self.tgt_embed.max_len} of "
+            "the positional encoding"
+        )
+
+
+def src_and_tgt(self: nn.Module, src: object, tgt: object) -> None:
+    self.src_embed.check_inputs(src, "src")
+    self.tgt_embed.check_inputs(tgt, "tgt")
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(
+            f"src {tuple(src.shape)} and tgt {tuple(tgt.shape)} have different batch sizes"
+        )
+
+
+def cacheable_decoder(layers: nn.ModuleList) -> None:
+    for index, layer in enumerate(layers):
+        for name in ("self_attn", "cross_attn"):
+            problem = kv_cache_problem(getattr(layer, name), static=name == "cross_attn")
+            if problem:
+                raise TypeError(f"decoder layer {index} {name}: {problem}")
+
+
+def callable_returning(value: object, name: str, signature: str) -> Callable:
+    if not callable(value):
+        raise TypeError(f"{name} must be a callable {signature}, got {type(value).__name__}")
+    return value

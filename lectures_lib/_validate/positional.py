@@ -1,0 +1,149 @@
+"""The rules of :mod:`lectures_lib.positional`: sizes, the frequency base, positions within a
+table, rotary pairs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..utils import (
+    check_device,
+    check_positive_float,
+    check_positive_int,
+    check_tensor,
+)
+from .attention import position_values
+
+
+def frequency_base(base: object) -> float:
+    if isinstance(base, bool) or not isinstance(base, (int, float)):
+        raise TypeError(f"base must be a number, got {type(base).__name__} ({base!r})")
+    if not (math.isfinite(base) and base > 1):
+        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    return float(base)
+
+
+def floating_dtype(dtype: object) -> None:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+
+
+def sinusoidal_table_args(
+    n_positions: object, d_model: object, *, base: object = 10000.0,
+    dtype: object = torch.float32, device: object = None,
+) -> None:
+    check_positive_int(n_positions, "n_positions")
+    check_positive_int(d_model, "d_model")
+    frequency_base(base)
+    floating_dtype(dtype)
+    check_device(device)
+
+
+def encoding_sizes(d_model: object, max_len: object) -> None:
+    check_positive_int(d_model, "d_model")
+    check_positive_int(max_len, "max_len")
+
+
+def _positions_input(self: nn.Module, x: object, too_long: str) -> None:
+    """``x`` is ``(batch, seq, d_model)`` floating with at most ``max_len`` positions."""
+    check_tensor(x, "x", ndim=3, dtype="floating")
+    if x.shape[-1] != self.d_model:
+        raise ValueError(
+            f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
+        )
+    if x.shape[1] > self.max_len:
+        raise ValueError(f"x has {x.shape[1]} positions (shape {tuple(x.shape)}) but this "
+                         + too_long.format(max_len=self.max_len))
+
+
+def within_sinusoidal_table(self: nn.Module, x: object) -> None:
+    _positions_input(self, x, "SinusoidalEncoding was built with max_len={max_len}: build it "
+                              "with a larger max_len")
+
+
+def learned_table_sizes(max_len: object, d_model: object, init_std: object) -> None:
+    check_positive_int(max_len, "max_len")
+    check_positive_int(d_model, "d_model")
+    check_positive_float(init_std, "init_std")
+
+
+def within_learned_table(self: nn.Module, x: object) -> None:
+    _positions_input(self, x, "LearnedPositionalEmbedding only has vectors for max_len={max_len} "
+                              "positions; a learned table cannot be extended to positions it "
+                              "never had")
+
+
+def _even_d_head(d_head: object) -> None:
+    d_head = check_positive_int(d_head, "d_head")
+    if d_head % 2:
+        raise ValueError(f"rotary embedding rotates feature pairs: d_head must be even, got {d_head}")
+
+
+def rotary_angle_args(
+    positions: object, d_head: object, base: object = 10000.0, dtype: object = torch.float32
+) -> None:
+    _even_d_head(d_head)
+    frequency_base(base)
+    position_values(positions)
+    floating_dtype(dtype)
+
+
+def rotatable_x(x: object, positions: object = None, base: object = 10000.0) -> None:
+    check_tensor(x, "x", dtype="floating")
+    if x.dim() < 2:
+        raise ValueError(f"x must have shape (..., seq, d_head), got {tuple(x.shape)}")
+    if x.shape[-1] % 2:
+        raise ValueError(
+            f"rotary embedding rotates feature pairs: the last dimension of x must be even, "
+            f"got shape {tuple(x.shape)}"
+        )
+    frequency_base(base)
+    if positions is None:
+        return
+    position_values(positions)
+    try:
+        ok = torch.broadcast_shapes(positions.shape, x.shape[:-1]) == x.shape[:-1]
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"positions of shape {tuple(positions.shape)} must broadcast to "
+            f"x.shape[:-1] = {tuple(x.shape[:-1])} (one position per vector of x)"
+        )
+
+
+def rotary_table_sizes(d_head: object, max_len: object, base: object) -> None:
+    _even_d_head(d_head)
+    check_positive_int(max_len, "max_len")
+    frequency_base(base)
+
+
+def rotary_module_inputs(self: nn.Module, x: object, positions: object = None) -> None:
+    check_tensor(x, "x", dtype="floating")
+    if x.dim() < 2 or x.shape[-1] != self.d_head:
+        raise ValueError(
+            f"x must have shape (..., seq, d_head={self.d_head}), got {tuple(x.shape)}"
+        )
+    if positions is not None:
+        rotatable_x(x, positions, self.base)
+
+
+def rotary_heads(module: nn.Module, name: str, max_len: object, base: object) -> None:
+    if module.d_head % 2:
+        raise ValueError(
+            f"rotary attention needs an even d_head = d_model / num_heads, got "
+            f"d_model={module.d_model}, num_heads={module.num_heads} (d_head={module.d_head})"
+        )
+    check_positive_int(max_len, "max_len")
+    frequency_base(base)
+
+
+def self_attention_only(module: nn.Module, name: str) -> None:
+    if module.kdim != module.d_model or module.vdim != module.d_model:
+        raise ValueError(
+            f"{name} is self-attention: kdim and vdim must equal embed_dim, got "
+            f"embed_dim={module.d_model}, kdim={module.kdim}, vdim={module.vdim}"
+        )

@@ -1,0 +1,124 @@
+"""The rules of :mod:`lectures_lib.variants.chunked`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...utils import (
+    check_bool,
+    check_positive_int,
+    check_tensor,
+)
+from .clustering import x_and_rotations
+from .shared import self_attention_qkv
+
+
+def _lead(shape, lead, name) -> None:
+    if len(shape) > len(lead) or any(
+        size not in (1, target) for size, target in zip(reversed(shape), reversed(lead), strict=False)
+    ):
+        raise ValueError(
+            f"the leading dimensions of {name} {tuple(shape)} must equal those of q {tuple(lead)} "
+            "or be 1"
+        )
+
+
+def _buckets(buckets, n) -> None:
+    check_tensor(buckets, "buckets", dtype="integer")
+    if buckets.dim() < 2 or buckets.shape[-1] != n or buckets.shape[-2] == 0:
+        raise ValueError(f"buckets must have shape (..., rounds >= 1, {n}), got {tuple(buckets.shape)}")
+    if buckets.numel() and int(buckets.min()) < 0:
+        raise ValueError(f"buckets must be >= 0 (bucket ids), got a minimum of {int(buckets.min())}")
+
+
+def _members(members, n, name) -> None:
+    check_tensor(members, name, dtype="integer")
+    if members.dim() < 2:
+        raise ValueError(f"{name} must have shape (..., clusters, size), got {tuple(members.shape)}")
+    if members.numel():
+        if int(members.min()) < 0 or int(members.max()) >= n:
+            raise ValueError(
+                f"{name} must hold positions in [0, {n - 1}], got values from "
+                f"{int(members.min())} to {int(members.max())}"
+            )
+        ordered = members.sort(dim=-1).values
+        if bool((ordered[..., 1:] == ordered[..., :-1]).any()):
+            raise ValueError(f"{name} lists a position twice in one cluster")
+
+
+def hashing_args(x, rotations, block=1024):
+    x_and_rotations(x, rotations)
+    check_positive_int(block, "block")
+
+
+def bucket_chunks(buckets, chunk_size, *, same_bucket=True):
+    check_tensor(buckets, "buckets", dtype="integer")
+    if buckets.dim() < 2:
+        raise ValueError(f"buckets must have shape (..., rounds, n), got {tuple(buckets.shape)}")
+    _buckets(buckets, buckets.shape[-1])
+    check_positive_int(chunk_size, "chunk_size")
+    check_bool(same_bucket, "same_bucket")
+
+
+def lsh_chunked_qkv(q, k, v, buckets, chunk_size, *, same_bucket=True, exclude_self=False,
+                    key_mask=None, dropout_p=0.0):
+    self_attention_qkv(q, k, v, False, key_mask, dropout_p, "lsh_chunked_attention",
+                    " (queries and keys share one sort order)")
+    _buckets(buckets, q.shape[-2])
+    _lead(buckets.shape[:-2], q.shape[:-2], "buckets")
+    check_positive_int(chunk_size, "chunk_size")
+    check_bool(same_bucket, "same_bucket")
+    check_bool(exclude_self, "exclude_self")
+
+
+def balanced_args(x, centroids, size, valid=None):
+    check_tensor(x, "x", dtype="floating")
+    if valid is not None:
+        check_tensor(valid, "valid", dtype=torch.bool)
+    check_tensor(centroids, "centroids", dtype="floating")
+    if x.dim() < 2 or centroids.dim() < 2 or x.shape[-1] != centroids.shape[-1]:
+        raise ValueError(
+            f"x must be (..., n, d) and centroids (..., C, d) with the same d, got x "
+            f"{tuple(x.shape)} and centroids {tuple(centroids.shape)}"
+        )
+    check_positive_int(size, "size")
+    if size > x.shape[-2]:
+        raise ValueError(f"size must be at most n = {x.shape[-2]} (the vectors to choose from), got {size}")
+
+
+def member_pair(query_members, key_members, n):
+    check_positive_int(n, "n")
+    _members(query_members, n, "query_members")
+    _members(key_members, n, "key_members")
+
+
+def balanced_routing_qkv(q, k, v, query_members, key_members, *, key_mask=None, dropout_p=0.0):
+    self_attention_qkv(q, k, v, False, key_mask, dropout_p, "balanced_routing_attention")
+    n = q.shape[-2]
+    _members(query_members, n, "query_members")
+    _members(key_members, n, "key_members")
+    if query_members.shape[-2] != key_members.shape[-2]:
+        raise ValueError(
+            "query_members and key_members must list the same clusters, got "
+            f"{tuple(query_members.shape)} and {tuple(key_members.shape)}"
+        )
+    _lead(query_members.shape[:-2], q.shape[:-2], "query_members")
+    _lead(key_members.shape[:-2], q.shape[:-2], "key_members")
+
+
+def square_allowed(allowed):
+    check_tensor(allowed, "allowed", dtype="bool")
+    if allowed.dim() < 2 or allowed.shape[-1] != allowed.shape[-2]:
+        raise ValueError(f"allowed must be a square mask (..., n, n), got {tuple(allowed.shape)}")
+
+
+def reformer_settings(module, chunk_size, same_bucket, exclude_self):
+    check_positive_int(chunk_size, "chunk_size")
+    check_bool(same_bucket, "same_bucket")
+    check_bool(exclude_self, "exclude_self")
+
+
+def balanced_routing_settings(module, cluster_size):
+    if cluster_size is not None:
+        check_positive_int(cluster_size, "cluster_size")

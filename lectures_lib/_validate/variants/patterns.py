@@ -1,0 +1,69 @@
+"""The rules of :mod:`lectures_lib.variants.patterns`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ...utils import (
+    check_device,
+    check_non_negative_int,
+    check_positive_int,
+    check_seed,
+    check_tensor,
+)
+from .shared import global_token_positions
+
+
+def size_and_window(n, window, device=None):
+    check_positive_int(n, "n")
+    check_non_negative_int(window, "window")
+    check_device(device)
+
+
+def size_and_stride(n, stride, device=None):
+    check_positive_int(n, "n")
+    check_positive_int(stride, "stride")
+    check_device(device)
+
+
+def size_and_globals(n, global_positions, device=None):
+    check_positive_int(n, "n")
+    global_token_positions(global_positions, n)
+    check_device(device)
+
+
+def dilated_window(n, window, dilation, device=None):
+    size_and_window(n, window, device)
+    check_positive_int(dilation, "dilation")
+
+
+def random_key_count(n, num_random, seed=0):
+    check_positive_int(n, "n")
+    check_non_negative_int(num_random, "num_random")
+    check_seed(seed)
+
+
+def random_mask_args(n, num_random, seed=0, device=None):
+    random_key_count(n, num_random, seed)
+    check_device(device)
+
+
+def one_mask_per_head(patterns):
+    if isinstance(patterns, torch.Tensor) or not isinstance(patterns, Sequence) or not patterns:
+        raise TypeError(
+            "patterns must be a non-empty list of (n, n) bool masks, one per head, got "
+            f"{type(patterns).__name__}"
+        )
+    first = check_tensor(patterns[0], "patterns[0]", ndim=2, dtype="bool")
+    for index, pattern in enumerate(patterns):
+        check_tensor(pattern, f"patterns[{index}]", shape=first.shape, dtype="bool")
+
+
+def square_mask_and_layers(mask, num_layers):
+    check_tensor(mask, "mask", ndim=(2, 3, 4), dtype="bool")
+    check_non_negative_int(num_layers, "num_layers")
+    if mask.shape[-1] != mask.shape[-2]:
+        raise ValueError(f"mask must be square (..., n, n), got {tuple(mask.shape)}")

@@ -1,0 +1,85 @@
+"""Checks shared by the variants' efficient functions: the key mask, self-attention q/k/v,
+positions of global tokens, lists of ints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ...utils import (
+    check_bool,
+    check_non_negative_int,
+    check_positive_int,
+    check_probability,
+    check_qkv,
+    check_tensor,
+)
+
+
+def key_mask_shape(mask: object, leading_shape: tuple[int, ...] | torch.Size) -> None:
+    """A key-padding mask for the efficient functions: bool ``(..., n)`` whose dimensions
+    (aligned from the right) equal those of ``leading_shape`` = ``q.shape[:-1]`` or are 1."""
+    check_tensor(mask, "key_mask", dtype="bool")
+    leading_shape = tuple(leading_shape)
+    fits = 1 <= mask.dim() <= len(leading_shape) and mask.shape[-1] == leading_shape[-1]
+    if fits:
+        fits = all(
+            size in (1, target)
+            for size, target in zip(reversed(mask.shape), reversed(leading_shape), strict=False)
+        )
+    if not fits:
+        raise ValueError(
+            f"key_mask must have shape (..., n) broadcasting to {leading_shape} (the queries' "
+            f"leading dimensions, n = {leading_shape[-1]} keys; each dimension equal or 1), got "
+            f"{tuple(mask.shape)}"
+        )
+
+
+def self_attention_qkv(q, k, v, need_weights, mask, dropout_p, name: str, why: str = "") -> None:
+    """What every efficient self-attention function checks: q, k, v, lengths, flags, key mask."""
+    check_qkv(q, k, v)
+    if k.shape[-2] != q.shape[-2]:
+        raise ValueError(
+            f"{name} is self-attention over positions: it needs as many queries as keys{why}, "
+            f"got q {tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    check_bool(need_weights, "need_weights")
+    if mask is not None:
+        key_mask_shape(mask, q.shape[:-1])
+    check_probability(dropout_p, "dropout_p")
+
+
+def global_token_positions(global_positions: object, n: int, name: str = "global_positions") -> None:
+    """Positions of global tokens: a sequence of ints or a 1-D integer tensor, each in [0, n)."""
+    if isinstance(global_positions, (str, bytes)) or not isinstance(
+        global_positions, (torch.Tensor, Sequence)
+    ):
+        raise TypeError(
+            f"{name} must be a list of positions or a 1-D integer tensor, e.g. [0], got "
+            f"{type(global_positions).__name__} ({global_positions!r:.40})"
+        )
+    if not isinstance(global_positions, torch.Tensor):
+        values = list(global_positions)  # no dtype forced: 1.5 must fail below, not become 1
+        if any(isinstance(p, (str, bytes)) for p in values):
+            raise TypeError(f"{name} must hold ints, got {values!r:.60}")
+        global_positions = torch.as_tensor(values) if values else torch.zeros(0, dtype=torch.long)
+    check_tensor(global_positions, name, ndim=1, dtype="integer")
+    if n and global_positions.numel() and not (  # n = 0: an empty result, nothing to place
+        0 <= int(global_positions.min()) and int(global_positions.max()) < n
+    ):
+        raise ValueError(
+            f"{name} must lie in [0, {n - 1}] for a sequence of n={n} positions, got "
+            f"{global_positions.tolist()}"
+        )
+
+
+def int_sequence(values: object, name: str, low: int) -> None:
+    if isinstance(values, torch.Tensor):
+        values = values.tolist()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
+    check = check_positive_int if low == 1 else check_non_negative_int
+    for value in values:
+        check(value, f"{name}[...]")

@@ -1,0 +1,26 @@
+"""The rules of :mod:`lectures_lib.variants.sinkhorn`.
+"""
+
+from __future__ import annotations
+
+from ...utils import (
+    check_positive_float,
+    check_positive_int,
+    check_tensor,
+)
+
+
+def square_log_scores(log_scores, n_iters=8):
+    check_tensor(log_scores, "log_scores", dtype="floating")
+    if log_scores.dim() < 2 or log_scores.shape[-1] != log_scores.shape[-2]:
+        raise ValueError(
+            "log_scores must have shape (..., n, n) (a square matrix per block pair), got "
+            f"{tuple(log_scores.shape)}"
+        )
+    check_positive_int(n_iters, "n_iters")
+
+
+def sinkhorn_settings(module, block_size, n_iters, temperature):
+    check_positive_int(block_size, "block_size")
+    check_positive_int(n_iters, "n_iters")
+    check_positive_float(temperature, "temperature")

@@ -1,0 +1,83 @@
+"""The rules of :mod:`lectures_lib.variants.sparse`.
+"""
+
+from __future__ import annotations
+
+from ...utils import (
+    check_non_negative_int,
+    check_positive_int,
+    check_seed,
+    check_tensor,
+)
+from .shared import global_token_positions, int_sequence, self_attention_qkv
+
+
+def strided_qkv(q, k, v, stride, *, need_weights=False, key_mask=None, dropout_p=0.0):
+    self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "strided_attention")
+    check_positive_int(stride, "stride")
+
+
+def _key_index(index: object, n: int, lead: tuple[int, ...] | None = None) -> None:
+    """``key_index``: integer ``(..., n, slots)`` with entries in ``[-1, n)`` (-1 = an empty
+    slot); with ``lead`` (the queries' ``(..., n)``) its leading dimensions must broadcast to it."""
+    check_tensor(index, "key_index", dtype="integer")
+    fits = index.dim() >= 2 and index.shape[-2] == n
+    if fits and lead is not None:
+        fits = index.dim() - 1 <= len(lead) and all(
+            size in (1, target)
+            for size, target in zip(reversed(index.shape[:-1]), reversed(lead), strict=False)
+        )
+    if not fits:
+        target = f" broadcasting to {tuple(lead)} + (slots,)" if lead is not None else ""
+        raise ValueError(
+            f"key_index must have shape (..., n={n}, slots){target}, got {tuple(index.shape)}"
+        )
+    if index.numel() and not (-1 <= int(index.min()) and int(index.max()) < n):
+        raise ValueError(
+            f"key_index entries must lie in [-1, {n - 1}] (-1 = empty slot), got values from "
+            f"{int(index.min())} to {int(index.max())}"
+        )
+
+
+def key_index_pattern(n, key_index, global_positions=None):
+    check_positive_int(n, "n")
+    _key_index(key_index, n)
+    if global_positions is not None:
+        global_token_positions(global_positions, n)
+
+
+def sparse_qkv(q, k, v, key_index, global_positions=None, *, need_weights=False,
+               key_mask=None, dropout_p=0.0):
+    self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "sparse_attention")
+    _key_index(key_index, q.shape[-2], lead=q.shape[:-1])
+    if global_positions is not None:
+        global_token_positions(global_positions, q.shape[-2])
+
+
+def global_qkv(q, k, v, global_positions, *, need_weights=False, key_mask=None,
+               dropout_p=0.0):
+    self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "global_attention")
+    if global_positions is None:
+        raise TypeError(
+            "global_positions must be a list of positions or a 1-D integer tensor, e.g. [0], got "
+            "None (global attention without global tokens attends to nothing)"
+        )
+    global_token_positions(global_positions, q.shape[-2])
+
+
+def longformer_settings(module, window, dilations, global_positions):
+    check_non_negative_int(window, "window")
+    int_sequence(dilations, "dilations", low=1)
+    if len(dilations) != module.num_heads:
+        raise ValueError(
+            f"dilations must give one dilation per head (num_heads={module.num_heads}), got "
+            f"{len(dilations)}: {list(dilations)}"
+        )
+    int_sequence(global_positions, "global_positions", low=0)
+
+
+def big_bird_settings(module, window, num_random, global_positions, seed):
+    check_non_negative_int(window, "window")
+    check_non_negative_int(num_random, "num_random")
+    int_sequence(global_positions, "global_positions", low=0)
+    check_seed(seed)
