@@ -12,7 +12,10 @@ derives it:
 - :mod:`lectures_lib.positional`: positional encodings, ``RotaryAttention``;
 - :mod:`lectures_lib.layers`: layer norm, residual connection, feed-forward, encoder and decoder
   layers;
-- :mod:`lectures_lib.models`: the stacks, embeddings, ``EncoderTagger``, ``Transformer``;
+- :mod:`lectures_lib.embedding`: ``TokenEmbedding`` (token ids -> vectors + positions);
+- :mod:`lectures_lib.models`: the stacks, ``EncoderTagger``, ``Transformer``;
+- :mod:`lectures_lib.interop`: PyTorch's attention and layers copied into the course's
+  (``from_torch``);
 - :mod:`lectures_lib.decoding`: greedy and beam search, sampling, scores;
 - :mod:`lectures_lib.variants`: the attention variants of sections 06 and 07;
 - :mod:`lectures_lib.data`: the synthetic toy tasks;

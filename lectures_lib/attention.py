@@ -23,13 +23,9 @@ Linformer, whose projected keys and values are made inside ``attend``). Layers a
 the attention as a *factory* ``factory(d_model, num_heads, dropout) -> module`` (a class or a
 ``functools.partial``).
 
-**Incremental decoding.** :meth:`MultiHeadAttention.forward_cached` runs the same steps for the
-*new* positions only and keeps the keys and values of the earlier ones in a :class:`KeyValueCache`
-(section 05's key/value cache, :mod:`lectures_lib.cache`): ``project`` the new tokens (at their
-positions) -> append their keys and values to the cache -> ``attend`` from the new queries to
-every cached key. A variant that overrides a step must say (``supports_kv_cache = True`` in its
-class) that this is still right for it; otherwise the cache refuses it with a clear error
-(:func:`kv_cache_problem`).
+**Incremental decoding** (section 05): :meth:`MultiHeadAttention.forward_cached` runs the same
+steps for the *new* positions only, keeping earlier keys and values in a :class:`KeyValueCache`
+(:mod:`lectures_lib.cache`, which also says when a variant may use one).
 
 Conventions: batch-first shapes ``(batch, seq, d_model)``, per head ``(batch, heads, seq,
 d_head)``; boolean masks with **True = may attend** (see :mod:`lectures_lib.masks`).
@@ -43,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import interop
 from ._validate import attention as rules
 from .cache import KeyValueCache, declare, kv_cache_problem
 from .masks import causal_mask, check_mask, key_padding_mask, with_key_padding
@@ -342,10 +339,6 @@ class MultiHeadAttention(nn.Module):
         bias: biases on the four projections (PyTorch's default is True).
         kdim, vdim: sizes of key and value inputs for cross-attention (default ``d_model``).
 
-    ``forward(query, key, value, mask=None, need_weights=True)`` returns ``(out, weights)`` with
-    ``out`` ``(batch, n_q, d_model)`` and per-head ``weights`` ``(batch, num_heads, n_q, n_k)``;
-    with ``need_weights=False`` it takes the fused path and returns ``(out, None)``.
-
     The seam (see the module docstring): ``forward`` = check once -> :meth:`project` ->
     :meth:`attend` -> merge heads -> ``out_proj``; a variant overrides one step.
     Derived in ``02_multi_head_attention.ipynb``; :meth:`forward_cached` in
@@ -400,15 +393,9 @@ class MultiHeadAttention(nn.Module):
 
     @validated(rules.mha_forward)
     def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        need_weights: bool = True,
-        *,
-        key_padding_mask: torch.Tensor | None = None,
-        positions: torch.Tensor | None = None,
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+        mask: torch.Tensor | None = None, need_weights: bool = True, *,
+        key_padding_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -416,21 +403,15 @@ class MultiHeadAttention(nn.Module):
             query: ``(batch, n_q, d_model)``.
             key: ``(batch, n_k, kdim)``; ``value``: ``(batch, n_k, vdim)``. Self-attention passes
                 the same tensor three times.
-            mask: optional bool mask, True = may attend, broadcastable to
-                ``(batch, num_heads, n_q, n_k)``: 2-D ``(n_q, n_k)`` or 4-D with each dimension
-                equal or 1, e.g. ``causal_mask(n)``, ``key_padding_mask(lengths)``
-                ``(batch, 1, 1, n_k)``, or both combined with ``&``. A 3-D mask is refused
-                (``mask[:, None]`` per example, ``mask[None]`` per head).
+            mask: optional bool mask, True = may attend, 2-D ``(n_q, n_k)`` or 4-D broadcasting
+                to ``(batch, num_heads, n_q, n_k)``, e.g. ``causal_mask(n)`` ``&``
+                ``key_padding_mask(lengths)`` (see :mod:`lectures_lib.masks`).
             need_weights: return the per-head weights (explicit path). ``False`` takes the fused
                 path (same output, up to rounding) and returns ``None`` as weights.
-            key_padding_mask: optional bool ``(batch, n_k)``, **True = a real token** (may be
-                attended to), as PyTorch's separate argument, so a padding mask is never read as
-                an ``(n_q, n_k)`` mask. PyTorch's ``key_padding_mask`` means the opposite (True =
-                padding): pass ``~theirs``. Combined with ``mask`` by AND.
-            positions: optional position of each token, ``(seq,)`` or ``(batch, seq)``, handed
-                to :meth:`project` (self-attention); used by position-aware projections such as
-                :class:`~lectures_lib.positional.RotaryAttention` (plain attention is
-                position-blind and ignores them).
+            key_padding_mask: optional bool ``(batch, n_k)``, **True = a real token**, ANDed with
+                ``mask`` (PyTorch's separate argument; theirs is True at padding: pass ``~theirs``).
+            positions: optional ``(seq,)`` or ``(batch, seq)``, handed to :meth:`project` for
+                position-aware projections (:class:`~lectures_lib.positional.RotaryAttention`).
 
         Returns:
             ``out`` ``(batch, n_q, d_model)`` and ``weights`` ``(batch, num_heads, n_q, n_k)``
@@ -445,14 +426,8 @@ class MultiHeadAttention(nn.Module):
 
     @validated(rules.mha_forward_cached)
     def forward_cached(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        cache: KeyValueCache,
-        mask: torch.Tensor | None = None,
-        *,
-        static: bool = False,
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cache: KeyValueCache,
+        mask: torch.Tensor | None = None, *, static: bool = False,
     ) -> torch.Tensor:
         r"""Attention for the *new* positions of autoregressive decoding, with a key/value cache.
 
@@ -483,10 +458,7 @@ class MultiHeadAttention(nn.Module):
     # -- the two steps a variant may override ----------------------------------------------
 
     def project(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
         positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         r"""Step 1: queries, keys and values per head, :math:`Q W^Q`, :math:`K W^K`, :math:`V W^V`
@@ -499,11 +471,7 @@ class MultiHeadAttention(nn.Module):
         return queries, keys, values
 
     def attend(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        mask: torch.Tensor | None,
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
         need_weights: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Step 2: every head attends, ``(batch, heads, n_q, d_head)`` out, and its weights
@@ -523,40 +491,8 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:
-        """Build an equivalent course module from a PyTorch ``nn.MultiheadAttention``.
-
-        Copies every weight (the packed ``in_proj_weight`` is split into W^Q, W^K, W^V).
-        Nothing about masks is converted: for PyTorch a *True* in a boolean ``attn_mask`` or
-        ``key_padding_mask`` means "blocked", for this course it means "may attend", so pass
-        ``~torch_mask`` here. Our module is always batch-first, whatever ``module.batch_first``
-        says. ``add_bias_kv`` and ``add_zero_attn`` are not supported and raise.
-        """
-        rules.torch_mha(module)
-        has_bias = module.in_proj_bias is not None
-        ours = cls(
-            module.embed_dim,
-            module.num_heads,
-            dropout=module.dropout,
-            bias=has_bias,
-            kdim=module.kdim,
-            vdim=module.vdim,
-        )
-        ours = ours.to(device=module.out_proj.weight.device, dtype=module.out_proj.weight.dtype)
-        d = module.embed_dim
-        with torch.no_grad():
-            if module._qkv_same_embed_dim:
-                w_q, w_k, w_v = module.in_proj_weight.split(d, dim=0)
-            else:
-                w_q, w_k, w_v = module.q_proj_weight, module.k_proj_weight, module.v_proj_weight
-            ours.q_proj.weight.copy_(w_q)
-            ours.k_proj.weight.copy_(w_k)
-            ours.v_proj.weight.copy_(w_v)
-            ours.out_proj.weight.copy_(module.out_proj.weight)
-            if has_bias:
-                b_q, b_k, b_v = module.in_proj_bias.split(d, dim=0)
-                ours.q_proj.bias.copy_(b_q)
-                ours.k_proj.bias.copy_(b_k)
-                ours.v_proj.bias.copy_(b_v)
-                ours.out_proj.bias.copy_(module.out_proj.bias)
-        ours.train(module.training)
-        return ours
+        """An equivalent course module from a PyTorch ``nn.MultiheadAttention``, every weight
+        copied (:mod:`lectures_lib.interop`). Masks are not converted: PyTorch's True means
+        "blocked", ours "may attend" (pass ``~torch_mask``). Always batch-first; ``add_bias_kv`` and
+        ``add_zero_attn`` are not supported and raise."""
+        return interop.attention_from_torch(cls, module)

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import interop
 from ._validate import layers as rules
 from .attention import MultiHeadAttention
 from .cache import KeyValueCache
@@ -199,39 +200,6 @@ class FeedForward(nn.Module):
         return f"activation={self.activation!r}"
 
 
-def _copy_feed_forward(ours: FeedForward, linear1: nn.Linear, linear2: nn.Linear) -> None:
-    with torch.no_grad():
-        ours.linear1.weight.copy_(linear1.weight)
-        ours.linear2.weight.copy_(linear2.weight)
-        if linear1.bias is not None:
-            ours.linear1.bias.copy_(linear1.bias)
-            ours.linear2.bias.copy_(linear2.bias)
-
-
-def _copy_norm(ours: nn.LayerNorm, theirs: nn.LayerNorm) -> None:
-    with torch.no_grad():
-        ours.weight.copy_(theirs.weight)
-        if theirs.bias is not None:
-            ours.bias.copy_(theirs.bias)
-
-
-def _torch_layer_settings(layer: nn.Module) -> dict:
-    """The constructor arguments of our layers that reproduce a PyTorch Transformer layer."""
-    norms = [m for name, m in layer.named_children() if name.startswith("norm")]
-    has_bias = layer.linear1.bias is not None
-    rules.torch_layer_settings(layer, norms, has_bias)
-    return {
-        "d_model": layer.self_attn.embed_dim,
-        "num_heads": layer.self_attn.num_heads,
-        "d_ff": layer.linear1.out_features,
-        "dropout": layer.dropout.p,
-        "activation": rules.activation_name(layer.activation),
-        "norm_first": bool(layer.norm_first),
-        "layer_norm_eps": norms[0].eps,
-        "bias": has_bias,
-    }
-
-
 # ---------------------------------------------------------------------------------------------
 # Encoder layer
 # ---------------------------------------------------------------------------------------------
@@ -339,14 +307,7 @@ class EncoderLayer(nn.Module):
         ("blocked"), ours is True where a key may be attended, so pass
         ``(~src_key_padding_mask)[:, None, None, :]`` here. Our layer is always batch-first.
         """
-        rules.torch_layer_type(layer, nn.TransformerEncoderLayer)
-        ours = cls(**_torch_layer_settings(layer))
-        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
-        ours = ours.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
-        _copy_feed_forward(ours.feed_forward, layer.linear1, layer.linear2)
-        _copy_norm(ours.norm1, layer.norm1)
-        _copy_norm(ours.norm2, layer.norm2)
-        return ours.train(layer.training)
+        return interop.encoder_layer_from_torch(cls, layer, MultiHeadAttention)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,13 +472,4 @@ class DecoderLayer(nn.Module):
         not converted: PyTorch's bool ``tgt_mask`` and ``*_key_padding_mask`` mean "blocked" where
         True; ours mean "may attend". Our layer is always batch-first.
         """
-        rules.torch_layer_type(layer, nn.TransformerDecoderLayer)
-        ours = cls(**_torch_layer_settings(layer))
-        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
-        ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
-        ours = ours.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
-        _copy_feed_forward(ours.feed_forward, layer.linear1, layer.linear2)
-        _copy_norm(ours.norm1, layer.norm1)
-        _copy_norm(ours.norm2, layer.norm2)
-        _copy_norm(ours.norm3, layer.norm3)
-        return ours.train(layer.training)
+        return interop.decoder_layer_from_torch(cls, layer, MultiHeadAttention)

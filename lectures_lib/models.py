@@ -1,5 +1,5 @@
-r"""Transformer models: stacks of layers, token embeddings, the mask builders, the encoder-only
-tagger and the encoder-decoder Transformer.
+r"""Transformer models: stacks of layers, the mask builders, the encoder-only tagger and the
+encoder-decoder Transformer (their token embedding is :mod:`lectures_lib.embedding`'s).
 
 Derived in ``04_transformer_encoder.ipynb`` (``Encoder``, ``TokenEmbedding``, ``make_src_mask``,
 ``EncoderTagger``) and ``05_transformer_decoder.ipynb`` (``Decoder``, ``make_tgt_mask``,
@@ -15,7 +15,6 @@ each variant of section 06 drops in without a change to the models::
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable
 
 import torch
@@ -24,9 +23,9 @@ from torch import nn
 from ._validate import layers as layers_rules
 from ._validate import models as rules
 from .cache import DecoderCache, KeyValueCache
+from .embedding import TokenEmbedding
 from .layers import AttentionFactory, DecoderLayer, EncoderLayer
 from .masks import causal_mask
-from .positional import SinusoidalEncoding
 from .utils import eval_mode, validated
 
 __all__ = [
@@ -217,67 +216,8 @@ def make_tgt_mask(tgt: torch.Tensor, pad_id: int | None) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------
-# Embeddings and whole models
+# Whole models (the token embedding is in lectures_lib/embedding.py)
 # ---------------------------------------------------------------------------------------------
-
-
-class TokenEmbedding(nn.Module):
-    r"""Token ids -> vectors: embedding lookup scaled by :math:`\sqrt{d_{model}}`, plus the
-    sinusoidal positional encoding (位置编码), then dropout.
-
-    The lookup ``E[token]`` is the one-hot vector times the matrix ``E`` (``04`` shows it). The
-    paper multiplies embeddings by :math:`\sqrt{d_{model}}`; the embedding matrix is initialised
-    with standard deviation :math:`d_{model}^{-1/2}` so the scaled vectors have entries of size
-    about 1, like the positional encoding they are added to.
-
-    Args: ``vocab_size``, ``d_model``, ``max_len`` (longest sequence), ``dropout``, ``pad_id``
-    (its row starts at zero and gets no gradient; None for no padding token),
-    ``positional_encoding`` (add the sinusoidal table; ``False`` when the attention brings its own
-    positions, e.g. :class:`~lectures_lib.positional.RotaryAttention`).
-    Derived in ``04_transformer_encoder.ipynb``.
-    """
-
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int,
-        max_len: int = 256,
-        dropout: float = 0.0,
-        pad_id: int | None = 0,
-        *,
-        positional_encoding: bool = True,
-    ) -> None:
-        rules.embedding_sizes(vocab_size, d_model, max_len, dropout, pad_id,
-                                       positional_encoding)
-        super().__init__()
-        self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, max_len, pad_id
-        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
-        self.positional = SinusoidalEncoding(d_model, max_len) if positional_encoding else None
-        self.dropout = nn.Dropout(dropout)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        nn.init.normal_(self.embedding.weight, std=self.d_model**-0.5)
-        if self.pad_id is not None:
-            with torch.no_grad():
-                self.embedding.weight[self.pad_id].zero_()
-
-    def check_inputs(self, tokens: torch.Tensor, name: str = "tokens") -> None:
-        """``tokens``: integer ids ``(batch, seq)`` in the vocabulary, at most ``max_len`` long."""
-        rules.embedding_inputs(self, tokens, name)
-
-    @validated(rules.embedding_offset_inputs)
-    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """``tokens`` ``(batch, seq)`` int64 ids -> ``(batch, seq, d_model)``.
-
-        ``offset``: the position of the first token (incremental decoding feeds token ``t``
-        alone, at position ``t``).
-        """
-        vectors = self.embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
-        if self.positional is not None:  # + PE[offset : offset + seq]
-            table = self.positional.table[offset : offset + tokens.shape[1]]  # (seq, d_model)
-            vectors = vectors + table.to(vectors.dtype)
-        return self.dropout(vectors)
 
 
 def _xavier_init(*modules: nn.Module) -> None:

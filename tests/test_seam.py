@@ -246,13 +246,6 @@ def test_no_taught_module_keeps_boundary_blocks():
                 raise AssertionError(f"{name}.py:{node.lineno} still calls {node.func.id}()")
 
 
-def test_no_taught_module_is_over_about_500_lines():
-    for name in ("attention", "masks", "positional", "layers", "models", "decoding", "training",
-                 "cache"):
-        lines = len((ROOT / "lectures_lib" / f"{name}.py").read_text(encoding="utf-8").splitlines())
-        assert lines <= 580, f"{name}.py has {lines} lines"
-
-
 def test_the_validators_keep_the_messages_of_the_door():
     with pytest.raises(ValueError, match="is not divisible by num_heads=3"):
         MultiHeadAttention(8, 3)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch
 from torch import nn
 
 from ..cache import DecoderCache, kv_cache_problem
@@ -14,25 +13,12 @@ from ..utils import (
     check_bool,
     check_non_negative_int,
     check_positive_int,
-    check_probability,
     check_tensor,
 )
 from .attention import sequence
+from .embedding import token_ids
 from .layers import decoder_layer_cached_inputs
 from .masks import check_mask
-
-
-def token_ids(tokens: object, name: str, vocab_size: int) -> torch.Tensor:
-    """``tokens`` must be an integer tensor ``(batch, seq)`` of ids in ``[0, vocab_size)``."""
-    check_tensor(tokens, name, ndim=2, dtype="integer")
-    if tokens.numel():
-        low, high = int(tokens.min()), int(tokens.max())
-        if low < 0 or high >= vocab_size:
-            raise ValueError(
-                f"{name} holds token ids in [{low}, {high}], but the vocabulary has "
-                f"{vocab_size} entries: ids must lie in [0, {vocab_size - 1}]"
-            )
-    return tokens
 
 
 def stack_settings(layer: object, num_layers: object, final_norm: object, kind: type) -> None:
@@ -92,39 +78,6 @@ def src_for_mask(src: object, pad_id: object) -> None:
 
 def tgt_for_mask(tgt: object, pad_id: object) -> None:
     token_tensor(tgt, pad_id, "tgt")
-
-
-def embedding_sizes(vocab_size: object, d_model: object, max_len: object, dropout: object,
-                    pad_id: object, positional_encoding: object) -> None:
-    check_positive_int(vocab_size, "vocab_size")
-    check_positive_int(d_model, "d_model")
-    check_positive_int(max_len, "max_len")
-    if pad_id is not None:
-        check_non_negative_int(pad_id, "pad_id")
-        if pad_id >= vocab_size:
-            raise ValueError(f"pad_id={pad_id} is not an id of a vocabulary of {vocab_size}")
-    check_bool(positional_encoding, "positional_encoding")
-    check_probability(dropout, "dropout")
-
-
-def embedding_inputs(module: nn.Module, tokens: object, name: str = "tokens") -> None:
-    """``tokens``: integer ids ``(batch, seq)`` in the vocabulary, at most ``max_len`` long."""
-    token_ids(tokens, name, module.vocab_size)
-    if tokens.shape[1] > module.max_len:
-        raise ValueError(
-            f"{name} has {tokens.shape[1]} positions (shape {tuple(tokens.shape)}), more "
-            f"than max_len={module.max_len} of the positional encoding"
-        )
-
-
-def embedding_offset_inputs(self: nn.Module, tokens: object, offset: object = 0) -> None:
-    self.check_inputs(tokens)
-    check_non_negative_int(offset, "offset")
-    if offset + tokens.shape[1] > self.max_len:
-        raise ValueError(
-            f"positions {offset} ... {offset + tokens.shape[1] - 1} exceed max_len="
-            f"{self.max_len} of the positional encoding"
-        )
 
 
 def label_count(num_labels: object) -> None:
