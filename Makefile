@@ -25,12 +25,16 @@ TORCH_SPEC := $(shell grep -o '"torch==[^"]*"' pyproject.toml | tr -d '"')
 # STUDENT=1: `make lab` opens your copies in student/ (the same as `make lab-student`).
 STUDENT ?=
 
-.PHONY: help venv lab lab-student test unit nbval lint notebooks student site bench clean
+.PHONY: help venv lab lab-student test quick system-deps unit nbval lint notebooks student site bench clean
 
 help:
 	@echo "make lab          open JupyterLab on notebooks/ (creates .venv on first use)"
 	@echo "make lab-student  open your own copies in student/ (solutions stripped)"
 	@echo "make test         lint + unit tests (browser test included) + every notebook under nbval"
+	@echo "make quick        the edit-test loop: lint + the fast unit tests (under a minute)"
+	@echo "make system-deps  install the Debian packages pip cannot (chromium, fonts-noto-cjk,"
+	@echo "                  bubblewrap; apt-get, with sudo when not root): without them the"
+	@echo "                  tests that need them skip, and make test names them"
 	@echo "make notebooks    re-execute every notebook in place (refresh the stored outputs;"
 	@echo "                  REMEASURE=1 also stores new time plots)"
 	@echo "make student      write student versions (solutions stripped) to student/ (LANG=zh-CN: student/zh-Hans/)"
@@ -60,6 +64,20 @@ lab-student: $(STAMP)
 	$(BIN)/python -m lectures_lib lab --student$(LANG_OPTION)
 
 test: $(STAMP) lint unit nbval
+
+# The system packages the tests use but pip cannot install: Chromium (the browser tests), a CJK
+# font (Chinese in plots) and bubblewrap (the grading sandbox). .ci/run runs this, then make test;
+# without them the tests that need them skip, each naming its package (tests/conftest.py).
+SYSTEM_PACKAGES := chromium fonts-noto-cjk bubblewrap
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	fc-list 2>/dev/null | grep -q "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	if [ -z "$$missing" ]; then echo "== installed already: $(SYSTEM_PACKAGES)"; exit 0; fi; \
+	if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	echo "== installing Debian's$$missing"; \
+	$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing
 
 lint: $(STAMP)
 	$(BIN)/python -m lectures_lib test lint

@@ -42,3 +42,89 @@ def browser():
     from .browser_helpers import launch, require_playwright
 
     yield from launch(require_playwright())
+
+
+# ---- system packages pip cannot install --------------------------------------------------------
+# A test that needs one carries `@pytest.mark.system_package("bubblewrap")` (or calls
+# require_system_package in a fixture). Without the package it is skipped, the skip naming it, and
+# the run ends with one line listing what was not tested and the command that installs it all;
+# under CI (the environment variable CI set: .ci/run installs them first) a missing one fails.
+INSTALL_COMMAND = "make system-deps"
+_SKIP_TAG = "[system package: {}]"
+
+
+def _bubblewrap_problem() -> str | None:
+    from lectures_lib.tooling import sandbox
+
+    return sandbox.sandbox_problem()
+
+
+def _chromium_problem() -> str | None:
+    from .browser_helpers import CHROMIUM
+
+    return None if CHROMIUM is not None else "Chromium is not installed (no `chromium` on PATH)"
+
+
+def _cjk_font_problem() -> str | None:
+    from lectures_lib import fonts
+
+    return None if fonts.find_cjk_font() is not None else "no CJK font is installed"
+
+
+# Debian package -> (what it is for, probe giving None or why it cannot be used here)
+SYSTEM_PACKAGES = {
+    "bubblewrap": ("the grading sandbox", _bubblewrap_problem),
+    "chromium": ("the browser tests", _chromium_problem),
+    "fonts-noto-cjk": ("Chinese characters in plots", _cjk_font_problem),
+}
+_problems: dict[str, str | None] = {}
+
+
+def system_package_problem(package: str) -> str | None:
+    """None when ``package`` is usable here, else why not (probed once per process)."""
+    if package not in SYSTEM_PACKAGES:
+        raise KeyError(f"unknown system package {package!r}: one of {sorted(SYSTEM_PACKAGES)}")
+    if package not in _problems:
+        _problems[package] = SYSTEM_PACKAGES[package][1]()
+    return _problems[package]
+
+
+def require_system_package(package: str, *, module_level: bool = False) -> None:
+    """Skip the calling test (or module) when ``package`` is missing; fail under CI."""
+    problem = system_package_problem(package)
+    if problem is None:
+        return
+    reason = (f"{_SKIP_TAG.format(package)} needs {package} for {SYSTEM_PACKAGES[package][0]}: "
+              f"{problem}; `{INSTALL_COMMAND}` installs it")
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must run these tests)", pytrace=False)
+    pytest.skip(reason, allow_module_level=module_level)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "system_package(name): the test needs a Debian package pip cannot install "
+        f"({', '.join(SYSTEM_PACKAGES)}); skipped without it, named in the run's last line",
+    )
+
+
+def pytest_runtest_setup(item):
+    for marker in item.iter_markers("system_package"):
+        for package in marker.args:
+            require_system_package(package)
+
+
+def pytest_terminal_summary(terminalreporter):
+    import re
+
+    counts: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        for package in re.findall(r"\[system package: ([\w-]+)\]", reason):
+            counts[package] = counts.get(package, 0) + 1
+    if counts:
+        listed = ", ".join(f"{package} ({n} skipped)" for package, n in sorted(counts.items()))
+        terminalreporter.write_line(
+            f"not tested here, missing system packages: {listed}; install them with "
+            f"`{INSTALL_COMMAND}`", yellow=True, bold=True,
+        )

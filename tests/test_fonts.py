@@ -1,6 +1,5 @@
 """Chinese characters in plots: the installed CJK font is used, or one hint says what to install."""
 
-import os
 import warnings
 
 import matplotlib as mpl
@@ -8,6 +7,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from lectures_lib import fonts
+
+from .conftest import require_system_package
 
 CHINESE = "注意力权重 · 機器學習"
 
@@ -31,11 +32,7 @@ def fresh(monkeypatch):
 
 
 def test_an_installed_cjk_font_draws_chinese_without_missing_glyphs(fresh):
-    if fonts.find_cjk_font() is None:
-        message = "no CJK font installed: apt-get install fonts-noto-cjk (.ci/run does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)  # CI installs one: its absence there is a bug
-        pytest.skip(message)
+    require_system_package("fonts-noto-cjk")  # skips without it, naming it (fails under CI)
     font = fonts.use_cjk_font()
     assert font in fonts.CJK_FONTS and mpl.rcParams["font.family"][-1] == font
     with warnings.catch_warnings(record=True) as caught:

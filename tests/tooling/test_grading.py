@@ -20,6 +20,8 @@ import pytest
 
 from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
 
+from ..conftest import require_system_package
+
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "notebooks" / "01_self_attention.ipynb"
 NAME = COURSE.stem
@@ -74,6 +76,7 @@ def _submission(kind: str):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    require_system_package("bubblewrap")  # `grade` refuses to run without its sandbox
     folder = tmp_path_factory.mktemp("submissions")
     kinds = ["correct", "wrong", "empty", *[k for k in SOLUTION_BODIES if k != "wrong"]]
     for kind in kinds:

@@ -21,12 +21,11 @@ import pytest
 from lectures_lib.checks import check_additive_attention
 from lectures_lib.checks._base import SECRET_ENV
 from lectures_lib.checks.additive import additive_attention_reference
-from lectures_lib.tooling import grading, sandbox
+from lectures_lib.tooling import grading
 from lectures_lib.tooling.exercises import find_exercises
 from tests.tooling.test_grading import COURSE, NAME, ROOT, _submission
 
-pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None,
-                                reason=f"no sandbox here: {sandbox.sandbox_problem()}")
+pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
 TIMEOUT = 40
 
 LOOKUP = '''import hashlib

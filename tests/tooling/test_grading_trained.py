@@ -16,13 +16,11 @@ import sys
 import nbformat
 import pytest
 
-from lectures_lib.tooling import sandbox
 from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
 from tests.shuffle_detector import SOURCE as DETECTOR_SOURCE
 from tests.tooling.test_grading import ROOT
 
-pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None,
-                                reason=f"no sandbox here: {sandbox.sandbox_problem()}")
+pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
 STEM = "04_transformer_encoder"
 
 

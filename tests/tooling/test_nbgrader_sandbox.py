@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling import sandbox, sandbox_kernel
+from lectures_lib.tooling import sandbox_kernel
 from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
 
 pytest.importorskip("nbgrader", reason="nbgrader is the optional extra '.[grading]'")
@@ -78,8 +78,7 @@ def _canaries() -> list[str]:
     return found
 
 
-pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None,
-                                reason=f"no sandbox here: {sandbox.sandbox_problem()}")
+pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
 
 
 @pytest.fixture(scope="module")
