@@ -79,6 +79,11 @@ system-deps:
 	echo "== installing Debian's$$missing"; \
 	$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing
 
+# The edit-test loop (under a minute on 2 cores): lint, then the unit tests not marked slow
+# (training, notebook execution, sandboxed grading, the browser: tests/conftest.py, SLOW).
+quick: $(STAMP) lint
+	$(BIN)/python -m pytest -q -m "not slow" -n $(WORKERS) tests
+
 lint: $(STAMP)
 	$(BIN)/python -m lectures_lib test lint
 

@@ -101,7 +101,52 @@ def require_system_package(package: str, *, module_level: bool = False) -> None:
     pytest.skip(reason, allow_module_level=module_level)
 
 
+# ---- the slow tier: `make quick` runs the rest (`-m "not slow"`) ---------------------------------
+# Whole files whose tests train models, execute notebooks, grade in the sandbox or drive the
+# browser, and single slow tests elsewhere (each over about 3 s in `pytest --durations`,
+# benchmarks/README.md "The test suite"). A system_package test is slow too.
+SLOW_FILES = {
+    "tests/test_browser.py", "tests/test_explorer_browser.py", "tests/test_vision.py",
+    "tests/test_copy_task.py", "tests/test_packaging.py", "tests/checks/test_trained_rebuild.py",
+    "tests/tooling/test_nbgrader.py", "tests/tooling/test_nbgrader_sandbox.py",
+    "tests/tooling/test_grading.py", "tests/tooling/test_grading_attacks.py",
+    "tests/tooling/test_grading_secret.py", "tests/tooling/test_grading_trained.py",
+    "tests/tooling/test_fresh_machine.py", "tests/tooling/test_exercises.py",
+    "tests/tooling/test_exercises_graded.py", "tests/tooling/test_lab.py",
+    "tests/tooling/test_notebooks.py", "tests/tooling/test_main.py", "tests/tooling/test_site.py",
+}
+SLOW_TESTS = {  # node ids without parameters
+    "tests/test_architecture.py::test_every_module_imports_alone_in_a_fresh_interpreter",
+    "tests/test_training.py::test_fit_seed_repeats_across_processes",
+    "tests/test_models.py::test_a_variant_trains_in_every_attention_slot_of_the_transformer",
+    "tests/test_models.py::test_a_variant_written_against_the_seam_trains_in_encoder_tagger",
+    "tests/test_kv_cache.py::test_decoders_never_emit_padding_or_begin_and_width_one_is_greedy",
+    "tests/checks/test_messages.py::test_a_kernel_running_a_chinese_notebook_gets_chinese_verdicts",
+    "tests/checks/test_windows.py::test_correct_forms_pass_visible_and_hidden",
+    "tests/checks/test_windows.py::test_dense_solution_is_right_but_fails_on_memory",
+    "tests/data/test_digits.py::test_the_real_digits_are_loaded_and_scaled",
+    "tests/variants/test_synthesizer.py::test_random_synthesizer_cannot_do_content_dependent_retrieval",
+    "tests/variants/test_synthesizer.py::test_synthesizers_train_through_the_factory_where_a_fixed_pattern_suffices",
+    "tests/variants/test_low_rank.py::test_low_rank_trains_through_the_factory",
+    "tests/variants/test_linear.py::test_linear_modules_train_through_the_factory",
+    "tests/variants/test_linear.py::test_causal_linear_attention_memory_is_o_n",
+    "tests/variants/test_sinkhorn.py::test_sinkhorn_attention_trains_through_the_factory",
+    "tests/variants/test_every_variant.py::test_trains_through_the_factory_in_an_encoder_tagger",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path, _, name = item.nodeid.partition("::")
+        if (path in SLOW_FILES or f"{path}::{name.split('[')[0]}" in SLOW_TESTS
+                or item.get_closest_marker("system_package")):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: trains, executes notebooks, grades or browses; `make quick` skips it",
+    )
     config.addinivalue_line(
         "markers", "system_package(name): the test needs a Debian package pip cannot install "
         f"({', '.join(SYSTEM_PACKAGES)}); skipped without it, named in the run's last line",

@@ -16,9 +16,11 @@ MAX_LINES = 500
 # Modules still over MAX_LINES, each waiting for its own split (named so that nobody adds to it;
 # the test fails once one fits, so that it leaves this list): the grading split (issue 28, done
 # with the grading-security work), translate.py (cohesive, one concern in banner sections), and
-# the three older checkers that move onto checks/_compare.py (issue 28, not done yet).
+# two checker files (issue 28, not done yet): checks/attention.py, to move onto checks/_compare.py,
+# and checks/_base.py, whose split needs the sandbox's redaction (tooling/sandbox.py keeps _base
+# whole for submissions) to keep the new file whole too.
 PENDING_SPLIT = {"tooling/grading.py", "tooling/sandbox.py", "tooling/translate.py",
-                 "checks/heads.py", "checks/attention.py", "checks/_base.py"}
+                 "checks/attention.py", "checks/_base.py"}
 
 
 def _modules() -> dict[str, Path]:

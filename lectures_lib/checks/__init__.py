@@ -4,8 +4,8 @@ Every checker accepts any correct implementation (loops, einsum, another masking
 never raises because of the student's code, never mutates the student's inputs, and, when
 something is wrong, names the likely mistake in ``str(result)`` and ``result.mistake``.
 
-Modules: ``attention`` (section 01), ``heads`` (02), ``positional`` (03), ``transformer`` (04),
-``masks`` (05); the graded exercises' checkers ``additive`` (01), ``padding`` (02), ``relative``
+Modules: ``attention`` (section 01), ``heads`` and ``multi_head`` (02), ``positional`` (03),
+``transformer`` (04), ``masks`` (05); the graded exercises' checkers ``additive`` (01), ``padding`` (02), ``relative``
 (03), ``norms`` (04), ``decoder`` (05), ``variants`` (06: the streaming window, and the stride
 mask), ``windows`` (06: causal window attention, checked on memory), ``efficient`` (07:
 trigonometric random features), ``long_range`` (07: a model trained on the binding task) and
@@ -26,6 +26,7 @@ from .heads import __all__ as _heads_all
 from .long_range import check_binding_model
 from .masks import *  # noqa: F401,F403
 from .masks import __all__ as _masks_all
+from .multi_head import check_multi_head_attention
 from .norms import check_rms_norm
 from .padding import check_padded_self_attention
 from .positional import *  # noqa: F401,F403
@@ -43,6 +44,7 @@ __all__ = [
     "Mistake",
     *_attention_all,
     *_heads_all,
+    "check_multi_head_attention",
     *_positional_all,
     *_transformer_all,
     *_masks_all,

@@ -17,10 +17,9 @@ from lectures_lib.checks.heads import (
     MISTAKE_CODES,
     SPLIT_PROBES,
     merge_catalogue,
-    mha_catalogue,
-    mha_probes,
     split_catalogue,
 )
+from lectures_lib.checks.multi_head import mha_catalogue, mha_probes
 
 # ---------------------------------------------------------------------------------------------
 # split_heads / merge_heads

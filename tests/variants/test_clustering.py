@@ -32,13 +32,11 @@ from .helpers import (
 @pytest.mark.parametrize(("rounds", "n_clusters"), [(1, 1), (1, 3), (2, 4), (3, 2), (4, 5)])
 @pytest.mark.parametrize(("n_q", "n_k"), [(7, 7), (5, 9), (1, 4)])
 @pytest.mark.parametrize("padded", [False, True])
-@pytest.mark.parametrize("path", ["chosen", "chunked", "masked dense"])
 def test_clustered_attention_equals_dense_under_cluster_mask(rounds, n_clusters, n_q, n_k, padded,
-                                                             path, monkeypatch):
-    if path == "chunked":  # whatever the cost, take the chunks
-        monkeypatch.setattr(clustering, "_masked_dense", clustering._chunked)
-    if path == "masked dense":
-        monkeypatch.setattr(clustering, "_chunked", clustering._masked_dense)
+                                                             monkeypatch):
+    """The chunked path against dense attention under the cluster mask (the masked-dense path is
+    the chunked one's twin: test_the_chunked_and_the_masked_dense_path_agree)."""
+    monkeypatch.setattr(clustering, "_masked_dense", clustering._chunked)  # take the chunks
     generator = torch.Generator().manual_seed(rounds * 100 + n_clusters * 10 + n_q)
     q, k, v = random_qkv(2, 3, n=n_q, n_k=n_k)
     query_clusters = torch.randint(0, n_clusters, (2, 3, rounds, n_q), generator=generator)
