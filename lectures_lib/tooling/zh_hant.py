@@ -64,6 +64,7 @@ ZH_HANT_TERMS = {
     "返回": "傳回",  # a function returns
     "大數據集": "大資料集",
     "幻燈片": "投影片",  # slides
+    "窗口": "視窗",  # window (s2twp leaves 窗口里 as it is)
     "筆記本里": "筆記本裡",  # s2twp reads 本里 as a place name
     "“": "「", "”": "」", "‘": "『", "’": "』",  # Taiwan's quotation marks
 }
@@ -120,6 +121,7 @@ ZH_HANT_WRONG = {
     "實現": "實作 (implementation)",
     "軟體包": "套件 (package)",
     "大數據": "大資料",
+    "窗口": "視窗 (a window)",
 }
 _LEFT_AS_LI = re.compile(r"(?<![公鄰])里(?!程)")  # 里 left unconverted: always 裡 in this course
 
