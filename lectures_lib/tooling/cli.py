@@ -6,7 +6,8 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib test [PART ...]   lint + unit tests + every notebook under nbval
     python -m lectures_lib notebooks [PATH]  re-execute notebooks in place (all by default;
                                              --remeasure also stores new time plots), then
-                                             write the Chinese ones (notebooks/zh-Hans, zh-Hant)
+                                             write and execute the Chinese ones (notebooks/zh-Hans,
+                                             zh-Hant: their own outputs, in their language)
     python -m lectures_lib student           write the student versions to student/ (overwrites)
     python -m lectures_lib site              build the static site in build/site/
     python -m lectures_lib release SRC OUT   student versions of SRC (a notebook or a folder)
@@ -124,10 +125,10 @@ def _main(argv: list[str]) -> int:
         for path in paths:
             code = max(code, notebooks_main(["execute", str(path)]
                                             + (["--remeasure"] if args.remeasure else [])))
-        if code == 0:  # the Chinese notebooks from this run's code and outputs (issue 22)
+        if code == 0:  # the Chinese notebooks: this run's code, their own outputs (issue 29)
             from .translate import main as translate_main
 
-            code = translate_main(["generate"])
+            code = translate_main(["generate"]) or _execute_translations(args.paths)
         return code
     if args.command == "student":
         from ..checks.messages import normalise_language
@@ -147,6 +148,32 @@ def _main(argv: list[str]) -> int:
         clone_root("site", ("notebooks", "README.md"))
         return site_main(["--out", str(args.out)])
     raise AssertionError(f"unhandled command {args.command!r}")
+
+
+def _execute_translations(paths: list[Path]) -> int:
+    """Execute the generated Chinese notebooks of the English ones just executed (all of them by
+    default), each in its folder with its language, and record which English run they ran beside."""
+    from .notebooks import execute_in_place, find_notebooks
+    from .own_runs import mark_own_run
+    from .translate import LANGUAGES, output_path, translated_notebooks
+
+    chosen = {p.resolve() for path in paths for p in find_notebooks(path)} if paths else None
+    failed = 0
+    for english in translated_notebooks():
+        if chosen is not None and english.resolve() not in chosen:
+            continue
+        for language in LANGUAGES:
+            path = output_path(english, language)
+            print(f"executing {path} ...", flush=True)
+            try:
+                seconds = execute_in_place(path, env={"LECTURES_LANG": language})
+            except Exception as error:  # report every failing notebook, then fail
+                print(f"FAILED {path}: {type(error).__name__}: {str(error)[-2000:]}", file=sys.stderr)
+                failed += 1
+                continue
+            mark_own_run(path, english)
+            print(f"executed {path} in {seconds:.1f} s", flush=True)
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -117,7 +117,7 @@ def find_notebooks(path: Path) -> list[Path]:
     ``path`` (``notebooks/zh-Hans/``: written by :mod:`lectures_lib.tooling.translate`, not executed);
     pass the language folder itself to get them.
     """
-    from .translate import LANGUAGES
+    from ..checks.messages import LANGUAGES  # the checkers' languages: en, zh-Hans, zh-Hant
 
     if path.is_file():
         return [path]
@@ -162,11 +162,12 @@ def stored_measurements(notebook) -> dict[int, list]:
     return kept
 
 
-def execute_in_place(path: Path, timeout: int = 600, remeasure: bool = False) -> float:
+def execute_in_place(path: Path, timeout: int = 600, remeasure: bool = False,
+                     env: dict[str, str] | None = None) -> float:
     """Execute one notebook in a fresh ``python3`` kernel and save it; returns seconds taken.
 
     Measured cells (:func:`is_measured`) whose source is unchanged keep their stored outputs
-    unless ``remeasure``.
+    unless ``remeasure``. ``env`` adds environment variables for the kernel (a language).
     """
     notebook = nbformat.read(path, as_version=4)
     kept = {} if remeasure else stored_measurements(notebook)
@@ -178,7 +179,7 @@ def execute_in_place(path: Path, timeout: int = 600, remeasure: bool = False) ->
         record_timing=False,  # no timestamps in the stored notebook: diffs stay readable
     )
     start = time.perf_counter()
-    client.execute(env={**os.environ, **STORED_OUTPUT_ENV})
+    client.execute(env={**os.environ, **STORED_OUTPUT_ENV, **(env or {})})
     seconds = time.perf_counter() - start
     for cell in notebook.cells:
         if cell.cell_type == "code":

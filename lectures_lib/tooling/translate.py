@@ -9,11 +9,13 @@ English notebook, ``translations/zh-Hans/<stem>.md``: a sequence of blocks, one 
 and followed by the Simplified Chinese markdown of that cell. Code cells are never translated.
 
 * ``generate`` writes ``notebooks/zh-Hans/<stem>.ipynb``: the English notebook with every markdown
-  cell replaced by its block, code cells **and their stored outputs** copied verbatim (so they are
-  exactly as clean and deterministic as the English run's), each translated cell's metadata
-  recording the English cell id and the hash of the English text it translates; and
+  cell replaced by its block, code cells copied verbatim, each translated cell's metadata
+  recording the English cell id and the hash of the English text it translates; the stored
+  outputs are the Chinese notebook's own run (:mod:`~lectures_lib.tooling.own_runs`: ``make
+  notebooks`` executes it, so the checkers' verdicts are in Chinese) while the English code and
+  outputs are those it ran beside, else the English outputs until it runs again. And
   ``notebooks/zh-Hant/<stem>.ipynb``, the same converted to Traditional Chinese (Taiwan usage) by
-  OpenCC (``s2twp``) plus the course's term list :data:`ZH_HANT_TERMS`. Relative links are
+  OpenCC (``s2twp``) plus the course's term list (:mod:`~lectures_lib.tooling.zh_hant`). Relative links are
   rewritten so that they still resolve from the language's folder (a translated notebook links
   to its translated neighbour, the README to the README in that language).
 * ``skeleton NOTEBOOK`` prints the block headers of a notebook (with the English text as a
@@ -33,13 +35,25 @@ import hashlib
 import re
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
 
 from . import ROOT
+from .own_runs import carry_outputs, output_problems
+from .verbatim import verbatim_parts, verbatim_problems  # noqa: F401  (used by the tests)
+from .zh_hant import (  # noqa: F401  (the course's conversion, used from here)
+    MESSAGES_ZH_HANT,
+    OPENCC_CONFIG,
+    ZH_HANT_EXPECTED,
+    ZH_HANT_TERMS,
+    ZH_HANT_WRONG,
+    for_taiwan,
+    messages_zh_hant_source,
+    to_hant,
+    wrong_forms,
+)
 
 NOTEBOOKS = ROOT / "notebooks"
 TRANSLATIONS = ROOT / "translations"
@@ -47,46 +61,7 @@ SOURCE_LANGUAGE = "zh-Hans"  # written by translators; zh-Hant is generated from
 LANGUAGES = ("zh-Hans", "zh-Hant")
 README_NAMES = {"zh-Hans": "README.zh-CN.md", "zh-Hant": "README.zh-TW.md"}
 LANGUAGE_NAMES = {"en": "English", "zh-Hans": "简体中文", "zh-Hant": "繁體中文"}
-OPENCC_CONFIG = "s2twp"  # Simplified -> Traditional (Taiwan standard), with Taiwan phrases
 METADATA_KEY = "translation"
-
-# What OpenCC's s2twp writes for a course term (left), and what a Taiwanese text on deep learning
-# writes (right). Applied after the conversion, longest first; tests/test_translations.py checks
-# every entry of ZH_HANT_EXPECTED on the real converter.
-ZH_HANT_TERMS = {
-    "殘差連線": "殘差連接",  # residual connection: 连接 is not a network "connection" (連線) here
-    "全連線": "全連接",  # fully connected
-    "連線": "連接",
-    "迴圈神經網路": "循環神經網路",  # RNN (a code loop stays 迴圈)
-    "區域性注意力": "局部注意力",  # local attention
-    "區域性": "局部",
-    "全域性注意力": "全域注意力",  # global attention
-    "全域性": "全域",
-    "掩碼": "遮罩",  # mask
-    "啟用函式": "激活函數",  # activation function
-    "函式": "函數",  # the softmax function etc. are mathematical functions
-    "引數": "參數",  # learned parameters (s2twp takes 参数 for a program's argument)
-    "語音識別": "語音辨識",  # speech recognition
-    "畫素": "像素",  # pixel
-    "筆記本里": "筆記本裡",  # s2twp reads 本里 as a place name
-    "“": "「", "”": "」", "‘": "『", "’": "』",  # Taiwan's quotation marks
-}
-
-# Terms checked on the converter itself (Simplified -> expected Traditional, Taiwan usage): what
-# s2twp already does right stays checked too, so an OpenCC update cannot silently change it.
-ZH_HANT_EXPECTED = {
-    "注意力": "注意力", "自注意力": "自注意力", "多头注意力": "多頭注意力",
-    "交叉注意力": "交叉注意力", "位置编码": "位置編碼", "残差连接": "殘差連接",
-    "层归一化": "層歸一化", "编码器": "編碼器", "解码器": "解碼器", "解码": "解碼",
-    "查询": "查詢", "键": "鍵", "值": "值", "矩阵": "矩陣", "向量": "向量", "张量": "張量",
-    "掩码": "遮罩", "因果掩码": "因果遮罩", "全连接网络": "全連接網路", "参数": "參數",
-    "循环神经网络": "循環神經網路", "for 循环": "for 迴圈", "卷积神经网络": "卷積神經網路",
-    "激活函数": "激活函數", "softmax 函数": "softmax 函數", "语音识别": "語音辨識",
-    "像素": "像素", "局部注意力": "局部注意力", "全局注意力": "全域注意力",
-    "信息": "資訊", "程序": "程式", "代码": "程式碼", "默认": "預設", "内存": "記憶體",
-    "数据": "資料", "词嵌入": "詞嵌入", "感受野": "感受野", "帧": "幀",
-    "在这个笔记本里": "在這個筆記本裡", "“可以关注”": "「可以關注」",
-}
 
 HEADER = re.compile(r"^<!-- en: (?P<id>\S+) sha256: (?P<sha>[0-9a-f]{16}) -->[ \t]*$", re.MULTILINE)
 
@@ -209,67 +184,6 @@ def problems(nb: NotebookNode, blocks: list[Block], name: str = "") -> list[str]
     return found
 
 
-_FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
-_MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+?\$", re.DOTALL)  # may wrap: compared space-normalised
-_CODE = re.compile(r"`[^`]+`")
-_URL = re.compile(r"https?://[^\s<>)]+")
-_MARKER = re.compile(r"^### (?:BEGIN|END) (?:SOLUTION|HIDDEN TESTS)[ \t]*$", re.MULTILINE)
-_HEADING_LEVEL = re.compile(r"^(#{1,6}) ", re.MULTILINE)
-
-
-_SEQUENCES = ("code block", "marker", "heading levels", "⚠️ box")
-_TEXT = re.compile(r"\\text\{[^{}]*\}")  # prose inside math, not \\mathrm{ReLU}
-
-
-def _spaced(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
-
-
-def _formula(text: str) -> str:
-    """A formula with its words (\\text{...}) blanked: a translation may translate those."""
-    return _TEXT.sub(r"\\text{}", _spaced(text))
-
-
-def verbatim_parts(text: str) -> dict[str, list[str]]:
-    """What a translation must keep exactly as the English has it, by kind.
-
-    Fenced code blocks, math ($...$ and $$...$$), code spans, URLs, the nbgrader region markers,
-    the sequence of heading levels, and the ⚠️ boxes. Words inside math (``\\text{...}``) may be
-    translated; spacing and line breaks do not count.
-    """
-    fences = _FENCE.findall(text)
-    prose = _FENCE.sub("", text)
-    math = _MATH.findall(prose)
-    prose = _MATH.sub("", prose)
-    return {
-        "code block": fences,
-        "math": sorted(_formula(m) for m in math),
-        "code span": sorted(_spaced(c) for c in _CODE.findall(prose)),
-        "URL": sorted(_URL.findall(prose)),
-        "marker": _MARKER.findall(text),
-        "heading levels": _HEADING_LEVEL.findall(_MARKER.sub("", prose)),
-        "⚠️ box": ["⚠️"] * prose.count("⚠️"),
-    }
-
-
-def verbatim_problems(english: str, chinese: str) -> list[str]:
-    """How ``chinese`` fails to keep :func:`verbatim_parts` of ``english`` (empty: it keeps them)."""
-    want, got = verbatim_parts(english), verbatim_parts(chinese)
-    found = []
-    for kind in want:
-        if kind in _SEQUENCES:  # the cell's structure: exactly the English one
-            if want[kind] != got[kind]:
-                found.append(f"{kind}: the English has {want[kind]}, the translation {got[kind]}")
-            continue
-        # every English formula, code span, URL must be there; a translation may repeat one
-        missing = sorted(set(want[kind]) - set(got[kind]))
-        if missing:
-            found.append(f"{kind}: missing {missing[:3]}"
-                         + (f" (the translation has {sorted(set(got[kind]) - set(want[kind]))[:3]})"
-                            if set(got[kind]) - set(want[kind]) else ""))
-    return found
-
-
 # --------------------------------------------------------------------------------- generating
 
 _LINK = re.compile(r"(\]\(|<img [^>]*src=\")(?P<target>[^)\"\s]+)")
@@ -301,38 +215,17 @@ def rewrite_links(text: str, language: str, folder: Path = NOTEBOOKS,
     return _LINK.sub(fix, text)
 
 
-@lru_cache(maxsize=None)
-def _converter():
-    try:
-        import opencc
-    except ImportError as error:  # a dev dependency: `make notebooks` installs it
-        raise RuntimeError("Traditional Chinese is generated with OpenCC: pip install opencc "
-                           "(pyproject.toml, the dev extra)") from error
-    return opencc.OpenCC(OPENCC_CONFIG)
-
-
-_TERMS = sorted(ZH_HANT_TERMS.items(), key=lambda item: -len(item[0]))
-
-
-def to_hant(text: str) -> str:
-    """Simplified -> Traditional Chinese (Taiwan usage): OpenCC ``s2twp``, then :data:`ZH_HANT_TERMS`.
-
-    Only CJK text changes: LaTeX, code and URLs are ASCII, which OpenCC leaves as it is.
-    """
-    converted = _converter().convert(text)
-    for wrong, right in _TERMS:
-        converted = converted.replace(wrong, right)
-    return converted
-
-
 def translate_notebook(nb: NotebookNode, blocks: list[Block], language: str = SOURCE_LANGUAGE,
                        source_name: str = "", folder: Path = NOTEBOOKS,
-                       translations: Path = TRANSLATIONS) -> NotebookNode:
+                       translations: Path = TRANSLATIONS,
+                       previous: NotebookNode | None = None) -> NotebookNode:
     """The notebook in ``language``: ``nb`` with its markdown replaced by ``blocks``.
 
-    Code cells and their outputs are copied verbatim. A cell without a (non-empty) block keeps
-    its English text and records ``"missing": true``; a stale block is used but records the hash
-    it was written for, so the sync test names it.
+    Code cells are copied verbatim; their outputs are ``previous``'s own run (the translated
+    notebook stored so far) while it ran beside ``nb`` as it is, else ``nb``'s
+    (:func:`~lectures_lib.tooling.own_runs.carry_outputs`). A cell without a (non-empty) block
+    keeps its English text and records ``"missing": true``; a stale block is used but records the
+    hash it was written for, so the sync test names it.
     """
     out = copy.deepcopy(nb)
     by_id = {block.cell_id: block for block in blocks}
@@ -358,6 +251,7 @@ def translate_notebook(nb: NotebookNode, blocks: list[Block], language: str = SO
         "source": f"../{source_name}" if source_name else "",
         "generated_by": "python -m lectures_lib.tooling.translate generate",
     }
+    carry_outputs(out, nb, previous)
     return out
 
 
@@ -367,8 +261,10 @@ def generate(notebook: Path, languages=LANGUAGES, translations: Path = TRANSLATI
     source = translations / SOURCE_LANGUAGE / f"{notebook.stem}.md"
     blocks = parse_translation(source.read_text(encoding="utf-8"))
     for language in languages:
-        out = translate_notebook(nb, blocks, language, notebook.name, notebook.parent, translations)
         path = output_path(notebook, language)
+        previous = nbformat.read(path, as_version=4) if path.is_file() else None
+        out = translate_notebook(nb, blocks, language, notebook.name, notebook.parent, translations,
+                                 previous)
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(out, path)
     return problems(nb, blocks, source.relative_to(translations.parent).as_posix()
@@ -389,13 +285,16 @@ def generate_all(folder: Path = NOTEBOOKS, translations: Path = TRANSLATIONS) ->
 
 
 def compare_generated(english: NotebookNode, translated: NotebookNode, name: str = "",
-                      translations: Path = TRANSLATIONS, folder: Path = NOTEBOOKS) -> list[str]:
+                      translations: Path = TRANSLATIONS, folder: Path = NOTEBOOKS,
+                      own_run: bool = True) -> list[str]:
     """How a stored translated notebook differs from what :func:`generate` would write now.
 
-    Every code cell must be the English cell verbatim (source, outputs, execution count,
-    metadata), the cells must be the English cells in the same order (ids and types), and every
-    markdown cell must be what the translation file gives (so a hand edit of the ``.ipynb``, or a
-    translation file changed without regenerating, fails too).
+    Every code cell must be the English cell verbatim (source, metadata), the cells must be the
+    English cells in the same order (ids and types), and every markdown cell must be what the
+    translation file gives (so a hand edit of the ``.ipynb``, or a translation file changed
+    without regenerating, fails too). The outputs must be the notebook's own run beside the
+    English one (:func:`~lectures_lib.tooling.own_runs.output_problems`), or, with
+    ``own_run=False`` (a notebook just generated, not yet run), the English outputs verbatim.
     """
     where = f"{name}: " if name else ""
     found = []
@@ -414,9 +313,13 @@ def compare_generated(english: NotebookNode, translated: NotebookNode, name: str
     if bare != dict(english.metadata):
         found.append(f"{where}notebook metadata differs from the English notebook's (kernel, "
                      "language_info): regenerate")
+    if own_run:
+        found += output_problems(english, translated, where)
+    parts = ("source", "metadata") if own_run else ("source", "outputs", "execution_count",
+                                                    "metadata")
     for mine, source in zip(translated.cells, english.cells, strict=True):
         if mine.cell_type == "code":
-            for part in ("source", "outputs", "execution_count", "metadata"):
+            for part in parts:
                 if mine.get(part) != source.get(part):
                     found.append(f"{where}code cell {mine.id}: its {part} differs from the "
                                  "English notebook's (code is never translated: regenerate)")
@@ -424,7 +327,7 @@ def compare_generated(english: NotebookNode, translated: NotebookNode, name: str
     path = translations / SOURCE_LANGUAGE / f"{stem}.md"
     if stem and path.is_file():
         expected = translate_notebook(english, parse_translation(path.read_text(encoding="utf-8")),
-                                      language, "", folder, translations)
+                                      language, "", folder, translations, translated)
         for mine, want in zip(translated.cells, expected.cells, strict=True):
             if mine.cell_type == "markdown" and (source_of(mine) != source_of(want)
                                                  or mine.metadata != want.metadata):
@@ -495,11 +398,15 @@ def notebook_table(folder: Path = NOTEBOOKS, translations: Path = TRANSLATIONS) 
 
 def readme_texts(readme: str, folder: Path = NOTEBOOKS,
                  translations: Path = TRANSLATIONS) -> tuple[str, str]:
-    """(README.zh-CN.md with its notebook table brought up to date, its zh-TW conversion)."""
+    """(README.zh-CN.md with its notebook table brought up to date, its zh-TW version).
+
+    The zh-TW version is the zh-CN one with Taiwan's commands and paths
+    (:func:`~lectures_lib.tooling.zh_hant.for_taiwan`), converted by :func:`to_hant`.
+    """
     start, end = readme.index(README_START), readme.index(README_END)
     start = readme.index("\n", start) + 1
     hans = readme[:start] + notebook_table(folder, translations) + "\n" + readme[end:]
-    hant = to_hant(hans).replace(to_hant(_SWITCH_HANS), _SWITCH_HANT)
+    hant = to_hant(for_taiwan(hans)).replace(to_hant(_SWITCH_HANS), _SWITCH_HANT)
     return hans, hant
 
 
@@ -508,25 +415,6 @@ def update_readmes(root: Path = ROOT) -> None:
     hans, hant = readme_texts(path.read_text(encoding="utf-8"))
     path.write_text(hans, encoding="utf-8")
     (root / README_NAMES["zh-Hant"]).write_text(hant, encoding="utf-8")
-
-
-MESSAGES_ZH_HANT = ROOT / "lectures_lib" / "checks" / "_messages_zh_hant.py"
-
-
-def messages_zh_hant_source() -> str:
-    """The module ``checks/_messages_zh_hant.py``: the checkers' catalogue converted by :func:`to_hant`.
-
-    Generated (``python -m lectures_lib.tooling.translate generate`` writes it) because the
-    checkers run without OpenCC, which only the course's tooling needs.
-    """
-    from ..checks.messages import MISTAKES
-
-    lines = ['"""The checkers\' mistakes in Traditional Chinese (Taiwan): GENERATED from messages.py',
-             "by `python -m lectures_lib.tooling.translate generate` (OpenCC s2twp + course terms).",
-             'Do not edit: edit MISTAKES in messages.py and regenerate."""', "",
-             "MISTAKES_ZH_HANT = {"]
-    lines += [f"    {code!r}: {to_hant(text)!r}," for code, text in MISTAKES.items()]
-    return "\n".join(lines) + "\n}\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,7 @@
 """The checkers speak the notebook's language: verdicts and named mistakes from one catalogue."""
 
-import importlib
 import math
-import pkgutil
-import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,21 +11,18 @@ import lectures_lib.checks as checks
 from lectures_lib.checks import CheckResult, check_scaled_dot_product_attention, messages
 from lectures_lib.checks._messages_zh_hant import MISTAKES_ZH_HANT
 
+from .mistake_codes import collect
+
 CHECKS = Path(checks.__file__).parent
 
 
-def _codes_in_checkers() -> set[str]:
-    """Every mistake code a checker can report: the MISTAKE_CODES tables, and every literal code
-    passed to Mistake(...) or Wrong(...) in the checkers' source."""
-    codes = {"not_implemented", "timed_out", "not_callable", "checker_error"}
-    for module in pkgutil.iter_modules(checks.__path__):
-        loaded = importlib.import_module(f"lectures_lib.checks.{module.name}")
-        for name, value in vars(loaded).items():
-            if name.endswith("MISTAKE_CODES") and isinstance(value, dict):
-                codes |= set(value)
-    for path in CHECKS.glob("*.py"):
-        codes |= set(re.findall(r'(?:Mistake|Wrong)\(\s*"([a-z_]+)"', path.read_text("utf-8")))
-    return codes
+def _codes_in_checkers(folder: Path = CHECKS) -> set[str]:
+    """Every mistake code a checker can report (tests/checks/mistake_codes.py reads the source,
+    however a code is passed), plus the decorator's own; fails on a place it cannot follow."""
+    codes, unresolved = collect(folder)
+    assert not unresolved, ("mistake codes passed in a way tests/checks/mistake_codes.py cannot "
+                            f"follow (pass a literal, or teach the reader): {unresolved}")
+    return codes | {"not_implemented", "timed_out", "not_callable", "checker_error"}
 
 
 def test_every_mistake_a_checker_names_is_in_the_catalogue():
@@ -36,6 +31,95 @@ def test_every_mistake_a_checker_names_is_in_the_catalogue():
     missing = sorted(codes - set(messages.MISTAKES))
     assert not missing, f"add these mistake codes to checks/messages.py MISTAKES: {missing}"
     assert set(MISTAKES_ZH_HANT) == set(messages.MISTAKES)
+    missing_hant = sorted(code for code in codes if not MISTAKES_ZH_HANT.get(code, "").strip())
+    assert not missing_hant, f"regenerate checks/_messages_zh_hant.py: {missing_hant}"
+
+
+_NEW_CHECKER = """
+from dataclasses import dataclass
+from ._base import Mistake, checker
+
+@dataclass(frozen=True)
+class _Suspect:
+    code: str
+    message: str
+
+SUSPECTS = {"dict_key_code": "a", "other_dict_code": "b"}
+
+def _suspects():
+    found = [("listed_code", 1)]
+    found += [("added_code", 2)]
+    found.append(("appended_code", 3))
+    return found
+
+def _raise(code, message="m"):
+    raise Mistake(code, message)
+
+@checker("new")
+def check_new(fn):
+    for code, _ in _suspects():
+        _raise(code)
+    for code in SUSPECTS:
+        raise Mistake(code, "m")
+    for code, value in sorted(SUSPECTS.items()):
+        raise Mistake(code if value else "ternary_code", "m")
+    for suspect in [_Suspect("field_code", "m")]:
+        raise Mistake(suspect.code, suspect.message)
+    %s
+"""
+_NEW_CODES = {"dict_key_code", "other_dict_code", "listed_code", "added_code", "appended_code",
+              "ternary_code", "field_code"}
+
+
+def _checkers_with(tmp_path, extra: str) -> Path:
+    folder = tmp_path / "checks"
+    shutil.copytree(CHECKS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "zz_new.py").write_text(_NEW_CHECKER % extra, encoding="utf-8")
+    return folder
+
+
+def test_the_code_reader_finds_codes_passed_through_variables_tuples_dicts_and_fields(tmp_path):
+    """A new checker passing codes every which way: each code is found, so the catalogue test
+    fails on every one of them until it has its messages."""
+    folder = _checkers_with(tmp_path, "return 'ok'")
+    codes = _codes_in_checkers(folder)
+    assert _NEW_CODES <= codes
+    assert sorted(codes - set(messages.MISTAKES)) == sorted(_NEW_CODES)  # what the test names
+
+
+def test_a_code_passed_in_a_way_the_reader_cannot_follow_fails(tmp_path):
+    folder = _checkers_with(tmp_path, "raise Mistake(fn.__name__, 'm')")
+    with pytest.raises(AssertionError, match=r"zz_new.py:\d+: fn.__name__"):
+        _codes_in_checkers(folder)
+
+
+def test_every_code_a_checker_returns_on_its_mistake_cases_is_read_and_explained(monkeypatch):
+    """The reader against real runs: mistakes of 06's graded window checker (codes passed
+    through a list of tuples) come back with their code, which the reader found, in Chinese."""
+    from lectures_lib.checks.windows import check_causal_window_attention
+
+    def windowed(fn):  # a (q, k, v, past) solution from a dense rule over offsets j - i
+        def solution(q, k, v, past):
+            n = q.shape[-2]
+            offset = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            return fn(scores, offset, past) @ v
+        return solution
+
+    inf = float("-inf")
+    cases = {
+        "looks_ahead": lambda s, o, p: s.masked_fill(o.abs() > p, inf).softmax(-1),
+        "window_off_by_one": lambda s, o, p: s.masked_fill((o > 0) | (o < -p - 1), inf).softmax(-1),
+        "score_zero_not_weight_zero": lambda s, o, p: s.masked_fill((o > 0) | (o < -p), 0.0).softmax(-1),
+        "not_renormalised": lambda s, o, p: s.softmax(-1) * ((o <= 0) & (o >= -p)),
+    }
+    monkeypatch.setenv("LECTURES_LANG", "zh-TW")
+    read = _codes_in_checkers()
+    for code, rule in cases.items():
+        result = check_causal_window_attention(windowed(rule))
+        assert result.mistake == code, result
+        assert code in read
+        assert MISTAKES_ZH_HANT[code] in str(result) and messages.UNKNOWN["zh-Hant"] not in str(result)
 
 
 def test_the_traditional_catalogue_is_generated_from_the_simplified_one():

@@ -4,21 +4,27 @@
   English markdown cell: a new or changed English cell, an orphaned or misordered block fails,
   naming the cell (shown failing on a changed English cell, on a temporary copy);
 * every generated notebook (``notebooks/zh-Hans/``, ``notebooks/zh-Hant/``) has the English
-  notebook's cells in order, its code cells and stored outputs *verbatim*, and the markdown the
-  translation file gives. So nbval need not run them: their code is the English code, which
-  nbval runs (pyproject.toml keeps them out of its collection);
+  notebook's cells in order, its code cells *verbatim*, and the markdown the translation file
+  gives. So nbval need not run them: their code is the English code, which nbval runs
+  (pyproject.toml keeps them out of its collection). Their stored outputs are their own run
+  beside the English one (``make notebooks``), so the checkers' verdicts are in Chinese
+  (issue 29);
 * a translation keeps what must stay verbatim (math, code, URLs, solution markers, headings,
   ⚠️ boxes), and the exercise finder sees the same exercises and points in every language;
-* Traditional Chinese is OpenCC's ``s2twp`` plus the course's term list, checked term by term.
+* Traditional Chinese is OpenCC's ``s2twp`` plus the course's term list, checked term by term;
+  none of OpenCC's mis-readings (``zh_hant.ZH_HANT_WRONG``) is left in a generated notebook,
+  README or message, and README.zh-TW's commands give the Traditional notebooks.
 """
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from lectures_lib.tooling import own_runs, zh_hant
 from lectures_lib.tooling import translate as tr
 from lectures_lib.tooling.exercises import find_exercises
 
@@ -165,14 +171,15 @@ def test_code_or_outputs_changed_in_a_generated_notebook_fail(copy_course):
     english = _english(notebook)
     generated = tr.output_path(notebook, tr.SOURCE_LANGUAGE)
     assert not tr.compare_generated(english, nbformat.read(generated, as_version=4),
-                                    notebook.name, translations, notebook.parent)
+                                    notebook.name, translations, notebook.parent, own_run=False)
     translated = nbformat.read(generated, as_version=4)
     code = [c for c in translated.cells if c.cell_type == "code"]
     code[0].source += "\nprint('translated code')"
     with_output = next(c for c in code if c.outputs)
     with_output.outputs = []
     translated.cells[0].source += " 手改"
-    found = tr.compare_generated(english, translated, notebook.name, translations, notebook.parent)
+    found = tr.compare_generated(english, translated, notebook.name, translations, notebook.parent,
+                                 own_run=False)
     assert any(code[0].id in line and "source" in line for line in found), found
     assert any(with_output.id in line and "outputs" in line for line in found), found
     assert any(translated.cells[0].id in line and "markdown" in line for line in found), found
@@ -249,3 +256,110 @@ def test_the_chinese_readmes_list_the_notebooks_as_they_are():
     assert "TORCH_INDEX=" in readme and "jupyterlab-language-pack-zh-CN" in readme
     assert "[简体中文](README.zh-CN.md)" in hant and "README.zh-CN.md" in (
         tr.ROOT / "README.md").read_text(encoding="utf-8")
+
+
+# --- issue 29: the Chinese notebooks store their own run ---------------------------------------
+
+_VERDICTS = {"zh-Hans": ("通过", "未通过"), "zh-Hant": ("通過", "未通過")}
+
+
+def _printed(cell) -> str:
+    return "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in cell.get("outputs", []))
+
+
+@pytest.mark.parametrize("language", tr.LANGUAGES)
+@pytest.mark.parametrize("path", TRANSLATED, ids=IDS)
+def test_a_chinese_notebook_stores_its_own_run_with_chinese_verdicts(path, language):
+    translated = nbformat.read(tr.output_path(path, language), as_version=4)
+    found = own_runs.output_problems(_english(path), translated)
+    assert not found, "\n".join(found)
+    results = [line for cell in translated.cells if cell.cell_type == "code"
+               for line in _printed(cell).splitlines() if re.match(r"\[(PASSED|FAILED)\] ", line)]
+    for line in results:  # every stored checker result speaks the notebook's language
+        assert any(f": {word}。" in line for word in _VERDICTS[language]), line
+
+
+def test_regenerating_keeps_a_notebook_s_own_run_until_the_english_run_changes(copy_course):
+    notebook, translations = copy_course
+    tr.generate(notebook, translations=translations)
+    path = tr.output_path(notebook, tr.SOURCE_LANGUAGE)
+    english = _english(notebook)
+    assert own_runs.output_problems(english, nbformat.read(path, as_version=4))  # not run yet
+    ran = nbformat.read(path, as_version=4)  # stands for its run: a stored output in Chinese
+    cell = next(c for c in ran.cells if c.cell_type == "code" and c.outputs
+                and c.outputs[0].get("output_type") == "stream")
+    cell.outputs[0]["text"] = "[PASSED] x: 通过。\n"
+    nbformat.write(ran, path)
+    own_runs.mark_own_run(path, notebook)
+    tr.generate(notebook, translations=translations)  # the translation regenerated: run kept
+    kept = nbformat.read(path, as_version=4)
+    assert _printed(kept.cells[ran.cells.index(cell)]) == "[PASSED] x: 通过。\n"
+    assert not tr.compare_generated(english, kept, notebook.name, translations, notebook.parent)
+    _edit_json(notebook, lambda nb: next(c for c in nb["cells"] if c["cell_type"] == "code"
+                                         ).__setitem__("outputs", []))  # the English ran anew
+    tr.generate(notebook, translations=translations)
+    dropped = nbformat.read(path, as_version=4)
+    found = tr.compare_generated(_english(notebook), dropped, notebook.name, translations,
+                                 notebook.parent)
+    assert any("not its own run" in line for line in found), found
+    assert _printed(dropped.cells[ran.cells.index(cell)]) != "[PASSED] x: 通过。\n"
+
+
+# --- issue 29: Taiwan usage -------------------------------------------------------------------
+
+def _hant_texts() -> dict[str, str]:
+    texts = {}
+    for path in TRANSLATED:
+        nb = nbformat.read(tr.output_path(path, "zh-Hant"), as_version=4)
+        texts[f"zh-Hant/{path.name}"] = "\n".join(tr.source_of(c) for c in tr.markdown_cells(nb))
+    texts["README.zh-TW.md"] = (tr.ROOT / "README.zh-TW.md").read_text(encoding="utf-8")
+    texts["checks/_messages_zh_hant.py"] = zh_hant.MESSAGES_ZH_HANT.read_text(encoding="utf-8")
+    return texts
+
+
+def test_no_mis_conversion_is_left_in_the_traditional_texts():
+    found = [f"{name}: {problem}" for name, text in _hant_texts().items()
+             for problem in tr.wrong_forms(text)]
+    assert not found, "\n".join(found)
+
+
+# Simplified text that s2twp alone gets wrong, for each form of ZH_HANT_WRONG: the check finds it
+# (in OpenCC's output) and the course's conversion repairs it, or the glossary avoids the
+# Simplified word that invites it (对象, 钟表的指针, 数位, 支持…的理由, 串行: written otherwise).
+_INVITING = {
+    "字首": "累积（前缀）和", "運算元": "融合算子", "登錄檔": "注册表", "啟用": "激活值",
+    "多工": "很多任务", "隻": "是只重写了一步的", "(?<![公鄰])里(?!程)": "副本里", "擴充套件": "两个扩展",
+    "係統": "你系统的", "映象": "镜像", "打印|列印": "见打印的步数", "單元格": "下一个单元格",
+    "物件": "比较的对象", "鐘錶的指標": "钟表的指针", "數位": "它的数位", "支援[^。，；]{0,12}的理由":
+    "支持 Pre-LN 的理由", "序列步數|是序列的|RNN：序列": "RNN 是串行的", "方差": "方差",
+    "矩母": "矩母函数", "實現": "实现", "軟體包": "软件包", "大數據": "大数据集",
+    "窗口": "一个窗口里的帧",
+}
+_AT_THE_SOURCE = {"物件", "鐘錶的指標", "數位", "支援[^。，；]{0,12}的理由", "序列步數|是序列的|RNN：序列"}
+
+
+@pytest.mark.parametrize("pattern", sorted(zh_hant.ZH_HANT_WRONG))
+def test_each_mis_conversion_is_found_and_repaired(pattern):
+    simplified = _INVITING[pattern]
+    assert re.search(pattern, zh_hant._converter().convert(simplified)), "the check can fail"
+    if pattern in _AT_THE_SOURCE:
+        assert not any(simplified in text for text in
+                       (tr.translation_path(p).read_text("utf-8") for p in TRANSLATED)), simplified
+    else:
+        assert not tr.wrong_forms(tr.to_hant(simplified)), tr.to_hant(simplified)
+
+
+def test_readme_zh_tw_gives_the_traditional_notebooks():
+    hant = (tr.ROOT / "README.zh-TW.md").read_text(encoding="utf-8")
+    commands = "\n".join(re.findall(r"```bash\n(.*?)```", hant, re.DOTALL))
+    assert "make lab-student LANG=zh-TW TORCH=cpu" in commands
+    assert "--lang zh-TW" in commands
+    assert not re.search(r"zh-CN|zh-Hans", commands), commands
+    assert "student/zh-Hant/" in hant and "pypi.tuna" not in hant
+    for wrong in ("你係統", "副本里", "映象"):
+        assert wrong not in hant
+    hans = (tr.ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    for needed in ("Python ≥ 3.11", "从不覆盖", "删掉 `student/zh-Hans/NN_….ipynb`", "## 常见问题",
+                   "nvidia-", "端口", "PyTorch CPU 版的镜像"):
+        assert needed in hans, needed
