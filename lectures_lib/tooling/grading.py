@@ -130,11 +130,6 @@ def _entries(course_nb, name: str) -> list[dict]:
     return entries
 
 
-
-def _course_notebooks(course: Path) -> dict[str, Path]:
-    return {path.stem: path for path in sorted(course.glob("*.ipynb"))}
-
-
 def _nbgrader_meta(cell) -> dict:
     meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
     meta = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
@@ -299,7 +294,7 @@ def _rule_broken(sources: list[str], checks: list) -> str:
 def _run_test(source: str, imports: str, session, solution: list[str] = ()) -> tuple[bool, str]:
     """Run one course test cell here; (passed, message). The student's names are stand-ins;
     ``solution`` is the exercise's source, held to the rules its checkers state."""
-    from .sandbox import SandboxError, _ModuleName
+    from .sandbox import SandboxError
 
     shown: list = []
     namespace: dict = {"__name__": "__course_test__"}
@@ -314,16 +309,10 @@ def _run_test(source: str, imports: str, session, solution: list[str] = ()) -> t
         for name in _free_names(source):
             if name in namespace or hasattr(builtins, name):
                 continue
-            try:
-                value = session.lookup(name)
+            try:  # data, or a stand-in (a module too): nothing it names is imported here
+                namespace[name] = session.lookup(name)
             except NameError:
                 continue  # the cell's NameError says it
-            if isinstance(value, _ModuleName):
-                try:
-                    value = importlib.import_module(value.name)  # the grader's own module
-                except ImportError:
-                    continue
-            namespace[name] = value
         exec(compile(source, "<course test cell>", "exec"), namespace)  # noqa: S102
     except BaseException as error:  # an assert, a NameError, the sandbox's end, ...
         failed = [str(item) for item in shown if getattr(item, "passed", True) is False]
@@ -352,13 +341,61 @@ def _student_checks() -> Path:
     return _STUDENT_CHECKS["path"]
 
 
-def _check_sandbox(sandbox: object) -> bool:
+MAX_SUBMISSION_BYTES = 16 * 2**20  # 20 times the course's largest notebook with its outputs
+
+
+def read_submission(path: Path, max_bytes: int = MAX_SUBMISSION_BYTES):
+    """The submitted notebook at ``path`` (nbformat 4), its outputs dropped (grading runs the
+    code again), read without trusting its size.
+
+    Refused before parsing: anything but a plain file (a link, a FIFO, a device), and a file over
+    ``max_bytes`` (at most ``max_bytes + 1`` bytes are ever read). The JSON is parsed here,
+    once; nbformat then sees only the cells' sources and metadata. In the grade command this
+    runs in the submission's own grading process, under its memory limit
+    (:data:`GRADER_MEMORY`)."""
+    import stat
+
+    import nbformat
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if Path(path).is_symlink():
+            raise ValueError("it is a symbolic link, not a file: hand in the notebook itself") \
+                from None
+        raise error from None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("it is not a plain file")
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"it is over {max_bytes // 2**20} MiB (a notebook of the course is "
+                         "under 1 MiB with its outputs; clear large outputs and hand it in again)")
+    tree = json.loads(data)
+    del data
+    if isinstance(tree, dict) and isinstance(tree.get("cells"), list):
+        for cell in tree["cells"]:
+            if isinstance(cell, dict):
+                cell.pop("attachments", None)
+                if cell.get("cell_type") == "code":
+                    cell["outputs"], cell["execution_count"] = [], None
+    notebook = nbformat.reads(json.dumps(tree), as_version=4)
+    if not isinstance(getattr(notebook, "cells", None), list):
+        raise ValueError("it has no list of cells")
+    return notebook
+
+
+def _check_sandbox(sandbox: object, allow_root_without_cgroup: object = False) -> bool:
     if not isinstance(sandbox, bool):
         raise TypeError(f"sandbox must be a bool, got {type(sandbox).__name__} ({sandbox!r:.40})")
+    if not isinstance(allow_root_without_cgroup, bool):
+        raise TypeError("allow_root_without_cgroup must be a bool, got "
+                        f"{type(allow_root_without_cgroup).__name__}")
     if sandbox:
         from .sandbox import sandbox_problem
 
-        problem = sandbox_problem()
+        problem = sandbox_problem(allow_root_without_cgroup)
         if problem:
             raise SandboxRefused(
                 f"refusing to grade without a sandbox: {problem}. Student code would run with "
@@ -375,7 +412,7 @@ def _short(text: str, limit: int = 300) -> str:
 
 def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
                      course: Path = COURSE_NOTEBOOKS, notebook: str | None = None,
-                     sandbox: bool = True) -> dict:
+                     sandbox: bool = True, allow_root_without_cgroup: bool = False) -> dict:
     """Grade one submitted notebook; returns the report (see the module docstring).
 
     ``{"submission", "notebook", "score", "max_score", "manual_max_score", "error",
@@ -383,7 +420,8 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
     ``passed`` is None for a written answer (graded by hand). ``notebook`` names the assignment
     (a course notebook's name); ``sandbox=False`` runs the submission without a sandbox (only in
     a throwaway machine); with ``sandbox=True`` and none available it raises
-    :class:`SandboxRefused`.
+    :class:`SandboxRefused`, as it does for a grader running as root where no cgroup can limit
+    the sandbox's processes (unless ``allow_root_without_cgroup``).
     """
     import nbformat
 
@@ -392,15 +430,14 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
     if notebook is not None and not isinstance(notebook, str):
         raise TypeError(f"notebook must be a course notebook's name (str) or None, got "
                         f"{type(notebook).__name__}")
-    sandbox = _check_sandbox(sandbox)
+    sandbox = _check_sandbox(sandbox, allow_root_without_cgroup)
     report = {"submission": clean_text(path), "notebook": None, "score": 0.0, "max_score": 0.0,
               "manual_max_score": 0.0, "error": "", "exercises": []}
     submission = None
     try:
-        submission = nbformat.read(path, as_version=4)
-        if not isinstance(getattr(submission, "cells", None), list):
-            raise ValueError("it has no list of cells")
-    except Exception as problem:  # garbage, empty file, not JSON, not a notebook, missing
+        submission = read_submission(path)
+    except Exception as problem:  # garbage, empty file, not JSON, not a notebook, missing,
+        # too large, not a plain file, or over the grading process's memory (MemoryError)
         submission = None
         report["error"] = (f"cannot read the submission ({type(problem).__name__}: "
                            f"{_short(str(problem), 160)})")
@@ -511,6 +548,35 @@ _REPORT_BYTES = 4 * 2**20  # a report is a few kB; more is a broken grading proc
 _GRACE = 120.0  # seconds past the submission's limit before its grading process is killed
 
 
+def _safe_python() -> list[str]:
+    """How the grader starts itself: a Python whose ``sys.path`` holds neither its working
+    directory nor a script's folder (``-P``; on Python < 3.11, ``-I``), so no file handed in
+    beside the submissions (or in the folder it grades from) is ever imported by the grader. The folder that
+    holds this ``lectures_lib`` is *appended* (after site-packages), for a clone run without
+    an install."""
+    flag = "-P" if sys.version_info >= (3, 11) else "-I"
+    here = str(Path(__file__).resolve().parents[2])
+    code = (f"import sys; sys.path.append({here!r}); "
+            "from lectures_lib.tooling.grading import main; raise SystemExit(main(sys.argv[1:]))")
+    return [sys.executable, flag, "-c", code]
+
+
+def safe_sys_path() -> None:
+    """Drop from this process's ``sys.path`` its working directory and ``''`` (what ``python -m``
+    and ``-c`` put first): the grade command never imports from where it was started, which may
+    be the folder the submissions and their handed-in files lie in."""
+    cwd = os.getcwd()
+    keep = []
+    for entry in sys.path:
+        try:
+            unsafe = entry in ("", ".") or os.path.samefile(entry, cwd)
+        except OSError:
+            unsafe = False
+        if not unsafe:
+            keep.append(entry)
+    sys.path[:] = keep
+
+
 def _grader_env(timeout: float) -> dict:
     """The grading processes' environment: one thread each (``--jobs`` of them share the cores),
     the checkers' time limits derived from ``--timeout``."""
@@ -556,6 +622,7 @@ def _fork_and_grade(path: Path, args) -> dict:
         try:
             os.close(read_fd)
             os.setpgid(0, 0)
+            _limit_memory(GRADER_MEMORY)
             report = _grade_one(path, args)
             data = memoryview(to_json(report).encode() + b"\n")
             while data:
@@ -581,10 +648,32 @@ def _fork_and_grade(path: Path, args) -> dict:
                                      f"{os.waitstatus_to_exitcode(status)})")
 
 
+GRADER_MEMORY = 4 * 2**30  # bytes a submission's grading process may add to the zygote's
+
+
+def _limit_memory(budget: int) -> None:
+    """Cap this process's data (heap and private mappings: ``RLIMIT_DATA``, which holds for root
+    too) at what it holds now plus ``budget``: parsing a submission, decoding its answers and
+    rebuilding its model then raise MemoryError instead of taking the machine."""
+    import resource
+
+    try:
+        status = Path("/proc/self/status").read_text()
+        held = int(re.search(r"^VmData:\s+(\d+) kB", status, re.M).group(1)) * 1024
+    except (OSError, AttributeError, ValueError):
+        held = 0
+    limit = held + budget
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
 def _grade_one(path: Path, args) -> dict:
     try:
         return grade_submission(path, timeout=args.timeout, course=args.course,
-                                notebook=args.notebook, sandbox=not args.no_sandbox)
+                                notebook=args.notebook, sandbox=not args.no_sandbox,
+                                allow_root_without_cgroup=args.root_without_cgroup)
     except Exception as error:
         return _failed_report(path, f"{type(error).__name__}: {error}")
 
@@ -635,12 +724,14 @@ def _zygote_main(argv: list[str]) -> int:
 class _Zygote:
     """The grader's handle on one job's zygote: started on first use, restarted if it breaks."""
 
-    def __init__(self, timeout: float, course: Path, notebook: str | None, sandbox: bool):
+    def __init__(self, timeout: float, course: Path, notebook: str | None, sandbox: bool,
+                 allow_root_without_cgroup: bool = False):
         self.timeout = timeout
-        self.command = [sys.executable, "-m", "lectures_lib.tooling.grading", "_zygote",
-                        "--timeout", str(timeout), "--course", str(course)]
+        self.command = [*_safe_python(), "_zygote", "--timeout", str(timeout),
+                        "--course", str(Path(course).resolve())]
         self.command += ["--notebook", notebook] if notebook else []
         self.command += [] if sandbox else ["--no-sandbox"]
+        self.command += ["--root-without-cgroup"] if allow_root_without_cgroup else []
         self.process: subprocess.Popen | None = None
 
     def grade(self, path: Path) -> dict:
@@ -679,7 +770,8 @@ class _Zygote:
 def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
                 course: Path = COURSE_NOTEBOOKS, notebook: str | None = None,
                 sandbox: bool = True, jobs: int | None = None,
-                progress: bool = False) -> tuple[list[dict], bool]:
+                progress: bool = False,
+                allow_root_without_cgroup: bool = False) -> tuple[list[dict], bool]:
     """Grade every notebook given or found in a given folder, ``jobs`` at a time (default: the
     cores there are). Returns (reports in the order found, any_folder).
 
@@ -696,7 +788,7 @@ def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be an int >= 1, got {jobs!r}")
-    sandbox = _check_sandbox(sandbox)
+    sandbox = _check_sandbox(sandbox, allow_root_without_cgroup)
     found, any_folder = _find(paths)
     reports: list[dict | None] = [None] * len(found)
     todo: queue.SimpleQueue = queue.SimpleQueue()
@@ -709,7 +801,7 @@ def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
         bar = tqdm(total=len(found), desc="grading", unit="submission", file=sys.stderr)
 
     def job() -> None:
-        zygote = _Zygote(timeout, course, notebook, sandbox)
+        zygote = _Zygote(timeout, course, notebook, sandbox, allow_root_without_cgroup)
         try:
             while True:
                 try:
@@ -843,7 +935,8 @@ def _grade_main(args) -> int:
         reports, any_folder = grade_paths(args.submissions, timeout=args.timeout,
                                           course=args.course, notebook=args.notebook,
                                           sandbox=not args.no_sandbox, jobs=args.jobs,
-                                          progress=not args.quiet)
+                                          progress=not args.quiet,
+                                          allow_root_without_cgroup=args.root_without_cgroup)
     except SandboxRefused as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -873,6 +966,7 @@ def _one_parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--course", type=Path, required=True)
     parser.add_argument("--notebook", default=None)
     parser.add_argument("--no-sandbox", action="store_true")
+    parser.add_argument("--root-without-cgroup", action="store_true")
     return parser
 
 
@@ -886,6 +980,7 @@ def _one_main(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m lectures_lib grade SUBMISSION ...`` (and the grader's internal ``_one``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    safe_sys_path()  # never import from the folder the grader was started in
     if argv[:1] == ["_one"]:
         return _one_main(argv[1:])
     if argv[:1] == ["_zygote"]:
@@ -917,6 +1012,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="grade even where no sandbox can be made (UNSAFE: the students' "
                         "code runs with your rights; only in a throwaway container or VM)")
+    parser.add_argument("--root-without-cgroup", action="store_true",
+                        help="grade as root even where no cgroup can limit a submission's "
+                        "processes (the kernel does not apply RLIMIT_NPROC to root: a fork bomb "
+                        "then meets no limit; only in a throwaway container or VM)")
     parser.add_argument("--secret-file", type=Path, default=None,
                         help="a file only you hold (e.g. 32 random bytes: `head -c 32 "
                         "/dev/urandom > secret`): every checker's probes and held-out data are "

@@ -13,8 +13,14 @@ new user, PID, network, IPC and UTS namespaces (no network at all), an unprivile
 ``checks`` package is a stand-in without checkers, references or probes (:func:`student_checks`),
 a private scratch folder in memory as the working directory, an empty environment, and
 ``--die-with-parent`` in a PID namespace: when the session ends or is killed, every process the
-submission started ends with it. The worker sets hard limits on memory, processes, file size,
-CPU time and open files before the first student line runs. Without bubblewrap (or where user
+submission started ends with it. Every writable mount has a size (``/scratch`` and ``/tmp``
+:attr:`Limits.scratch_bytes` each, ``/dev/shm`` :attr:`Limits.shm_bytes`); ``/``, ``/course``
+and ``/dev`` are read-only. The worker sets hard limits on memory, processes, file size, CPU time
+and open files before the first student line runs, and where the grader may make a cgroup
+(:mod:`lectures_lib.tooling.cgroups`) the whole sandbox runs in one of its own, whose
+``pids.max`` and memory limit hold for root too (the kernel does not apply ``RLIMIT_NPROC`` to
+root). Run as root where no cgroup can be made, :func:`sandbox_problem` refuses (unless
+``allow_root_without_cgroup``: then nothing limits the number of processes). Without bubblewrap (or where user
 namespaces are disabled) :func:`sandbox_problem` says why and the grade command refuses, unless
 the instructor passes ``--no-sandbox`` (then the limits and the process boundary remain, the
 isolation does not).
@@ -23,6 +29,7 @@ isolation does not).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fcntl
 import inspect
 import json
@@ -37,7 +44,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import wire
+from . import cgroups, wire
 
 __all__ = ["Limits", "SandboxError", "Session", "Remote", "RemoteError", "sandbox_problem",
            "sandbox_command", "student_checks"]
@@ -55,7 +62,8 @@ class Limits:
     file_bytes: int = 64 * 2**20
     cpu_seconds: int = 600
     open_files: int = 256
-    scratch_bytes: int = 256 * 2**20
+    scratch_bytes: int = 256 * 2**20  # /scratch and /tmp, each (tmpfs: counted in memory)
+    shm_bytes: int = 64 * 2**20  # /dev/shm
 
     def as_spec(self) -> dict:
         return {"memory_bytes": self.memory_bytes, "processes": self.processes,
@@ -100,8 +108,34 @@ def _bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def sandbox_problem() -> str | None:
-    """``None`` when bubblewrap can start a sandbox here, else the reason it cannot."""
+_GROUPS: dict[str, str | None] = {}
+
+
+def _group_problem() -> str | None:
+    """:func:`cgroups.group_problem`, asked once per process."""
+    if "problem" not in _GROUPS:
+        _GROUPS["problem"] = cgroups.group_problem()
+    return _GROUPS["problem"]
+
+
+def limits_problem(allow_root_without_cgroup: bool = False) -> str | None:
+    """``None`` when the sandbox's process limit holds here, else why it does not.
+
+    A cgroup holds for every user; without one the worker's ``RLIMIT_NPROC`` holds for an
+    unprivileged grader only (it counts that user's processes); for root the kernel ignores it."""
+    problem = _group_problem()
+    if problem is None or os.geteuid() != 0 or allow_root_without_cgroup:
+        return None
+    return ("the grader runs as root, and the kernel does not apply RLIMIT_NPROC to root, so "
+            "only a cgroup can limit a submission's processes, and none can be made here "
+            f"({problem}). Grade as an unprivileged user, or give the grader a writable cgroup "
+            "(cgroup v1 pids and memory, or a delegated cgroup v2), or pass "
+            "--root-without-cgroup (allow_root_without_cgroup=True) to grade with no limit "
+            "on the number of processes")
+
+
+def sandbox_problem(allow_root_without_cgroup: bool = False) -> str | None:
+    """``None`` when bubblewrap can start a sandbox here whose limits hold, else the reason."""
     if not sys.platform.startswith("linux"):
         return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
     bwrap = _bwrap()
@@ -116,7 +150,7 @@ def sandbox_problem() -> str | None:
     if probe.returncode != 0:
         return ("bubblewrap cannot create a sandbox here (user namespaces disabled? "
                 f"`{probe.stderr.strip()[:200]}`)")
-    return None
+    return limits_problem(allow_root_without_cgroup)
 
 
 def _python_roots() -> list[Path]:
@@ -142,6 +176,7 @@ def _base_command(limits: Limits) -> list[str]:
         "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
         "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
         "--proc", "/proc", "--dev", "/dev",
+        "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
         "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
         "--size", str(limits.scratch_bytes), "--tmpfs", "/scratch",
     ]
@@ -152,8 +187,15 @@ def _base_command(limits: Limits) -> list[str]:
     # below a bound folder (an installed, non-editable package in site-packages).
     for root in _python_roots():
         if LIBRARY.is_relative_to(root):
-            command += ["--tmpfs", str(LIBRARY)]
+            command += ["--size", "4096", "--tmpfs", str(LIBRARY), "--remount-ro", str(LIBRARY)]
     return command + ["--ro-bind", str(LIBRARY), "/course/lectures_lib"]
+
+
+def seal() -> list[str]:
+    """The last mount options of every sandbox: ``/`` (bubblewrap's own tmpfs, which has no
+    size: ``/course`` and every mount point lie on it) and ``/dev`` read-only. Only the sized
+    mounts stay writable (``/tmp``, ``/scratch``, ``/dev/shm``)."""
+    return ["--remount-ro", "/dev", "--remount-ro", "/"]
 
 
 def sandbox_command(job: Path, checks: Path, limits: Limits) -> list[str]:
@@ -167,6 +209,7 @@ def sandbox_command(job: Path, checks: Path, limits: Limits) -> list[str]:
         "--setenv", "TMPDIR", "/tmp", "--setenv", "MPLBACKEND", "Agg",
         "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PATH", "/usr/bin:/bin",
+        *seal(),
         "--", str(_python()), "-m", "lectures_lib.tooling.worker", "/job/spec.json",
     ]
     return command
@@ -333,7 +376,9 @@ class Session:
         self.generation = 0
         self.ran = 0
         self.dead_reason = ""
+        self.reply_deadline = deadline
         self._folder: tempfile.TemporaryDirectory | None = None
+        self._group: cgroups.Group | None = None
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -348,9 +393,12 @@ class Session:
             command, env = sandbox_command(job, self.checks, self.limits), {}
         else:
             command, env = _unsandboxed_command(job, self.checks)
+        if _group_problem() is None:  # limits that hold for root too, on the whole sandbox
+            self._group = cgroups.Group(processes=self.limits.processes,
+                                        memory_bytes=self.limits.memory_bytes)
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
-        self.process = _popen(command, env, to_worker_r, from_worker_w)
+        self.process = _popen(command, env, to_worker_r, from_worker_w, self._group, job)
         os.close(to_worker_r)
         os.close(from_worker_w)
         self._out, self._in = to_worker_w, from_worker_r
@@ -380,6 +428,9 @@ class Session:
             except subprocess.TimeoutExpired:
                 pass
             self.process = None
+        if self._group is not None:
+            self._group.close()  # whatever is left in it (nothing, normally), then the group
+            self._group = None
         if self._folder is not None:
             self._folder.cleanup()
             self._folder = None
@@ -405,6 +456,7 @@ class Session:
         if self.process is None or self.dead_reason:
             raise SandboxError(self.dead_reason or "the submission's process is not running")
         limit = min(self.deadline, time.monotonic() + (timeout or self.call_timeout) + 1.0)
+        self.reply_deadline = limit  # decoding the reply counts in the call's time too
 
         def wait() -> None:
             left = limit - time.monotonic()
@@ -440,25 +492,31 @@ class Session:
         return [e for e in errors if isinstance(e, list) and len(e) == 2]
 
     def value(self, reply: dict, generation: int | None = None):
-        if "raised" in reply and isinstance(reply["raised"], dict):
+        """The data of a reply (under :data:`BUDGET` and the call's deadline), handles as
+        :class:`Remote` stand-ins; the submission's error re-raised by its name."""
+        if type(reply.get("raised")) is dict:
             raise _error(reply["raised"])
         if "ok" not in reply:
             raise SandboxError("the submission's process gave no value")
-        return wire.decode(reply["ok"], lambda n: Remote(self, n, generation or self.generation))
+        budget = dataclasses.replace(BUDGET, seconds=self.reply_deadline)
+        try:
+            return wire.decode(reply["ok"], lambda n: Remote(self, n, generation or self.generation),
+                               budget)
+        except wire.WireError as error:
+            raise self._die(f"the submission's answer was refused ({error})") from None
 
     def lookup(self, name: str):
-        """The value of a global name of the submission: data, a module name, or a Remote."""
+        """The value of a global name of the submission: data, or a :class:`Remote` (a module
+        too: the grader never imports, runs or looks up anything a submission names)."""
         reply = self.request({"op": "lookup", "name": name})
         if reply.get("missing") is True:
             raise NameError(f"name {name!r} is not defined in the submission")
-        if isinstance(reply.get("module"), str):
-            return _ModuleName(reply["module"])
         return self.value(reply)
 
 
-@dataclass(frozen=True)
-class _ModuleName:
-    name: str
+# What one reply may decode to in the grader (the frame itself is at most wire.MAX_FRAME bytes).
+BUDGET = wire.Budget(nodes=100_000, depth=32, elements=2**26, bytes=2**28)
+PRINTED = 4000  # characters of what one call printed that the grader shows
 
 
 def _wait_unreaped(pid: int, seconds: float) -> None:
@@ -475,17 +533,21 @@ def _wait_unreaped(pid: int, seconds: float) -> None:
         time.sleep(0.005)
 
 
-def _popen(command: list[str], env: dict, read_fd: int, write_fd: int) -> subprocess.Popen:
-    """Start ``command`` with ``read_fd``/``write_fd`` as its fds 3 and 4, in its own session."""
+def _popen(command: list[str], env: dict, read_fd: int, write_fd: int,
+           group: cgroups.Group | None = None, cwd: Path | None = None) -> subprocess.Popen:
+    """Start ``command`` with ``read_fd``/``write_fd`` as its fds 3 and 4, in its own session
+    (and in ``group`` before it runs: everything it starts is counted there)."""
 
     def preexec() -> None:  # high copies first: read_fd or write_fd may itself be 3 or 4
+        if group is not None:
+            group.join()
         high_read = fcntl.fcntl(read_fd, fcntl.F_DUPFD, 10)
         high_write = fcntl.fcntl(write_fd, fcntl.F_DUPFD, 10)
         os.dup2(high_read, 3)
         os.dup2(high_write, 4)
 
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env, pass_fds=(3, 4),
+                            stderr=subprocess.DEVNULL, env=env, pass_fds=(3, 4), cwd=cwd,
                             preexec_fn=preexec, start_new_session=True)
 
 
@@ -522,8 +584,8 @@ class Remote:
     def __call__(self, *args, **kwargs):
         reply = self._ask("call", args=self._send(list(args)), kwargs=self._send(dict(kwargs)))
         printed = reply.get("printed")
-        if isinstance(printed, str) and printed:
-            sys.stdout.write(printed)  # the check's capture, as if the function printed here
+        if type(printed) is str and printed:
+            sys.stdout.write(printed[:PRINTED])  # the check's capture, as if it printed here
         value = self._session.value(reply, self._generation)
         if isinstance(reply.get("after"), (tuple, list)):
             _copy_back([list(args), dict(kwargs)], self._session.value(
@@ -561,14 +623,18 @@ class Remote:
         reply = self._ask("signature")
         if reply.get("missing") is True:
             raise ValueError("no signature")
-        rows = json.loads(self._session.value(reply, self._generation))
-        parameters = []
-        for i, (name, kind, has_default) in enumerate(rows):
-            name = name if isinstance(name, str) and name.isidentifier() else f"arg{i}"
-            parameters.append(inspect.Parameter(
-                name, inspect._ParameterKind(int(kind)),
-                default=None if has_default else inspect.Parameter.empty))
-        return inspect.Signature(parameters)
+        text = self._session.value(reply, self._generation)
+        try:
+            rows = json.loads(text) if type(text) is str and len(text) < 2**16 else None
+            parameters = []
+            for i, (name, kind, has_default) in enumerate(rows[:256]):
+                name = name if type(name) is str and name.isidentifier() else f"arg{i}"
+                parameters.append(inspect.Parameter(
+                    name, inspect._ParameterKind(kind if type(kind) is int else 1),
+                    default=None if has_default else inspect.Parameter.empty))
+            return inspect.Signature(parameters)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"no signature ({type(error).__name__})") from None
 
     def __repr__(self) -> str:
         return f"<the submission's object #{self._number}>"
