@@ -8,22 +8,28 @@ What a submission can and cannot do. Each submission is graded on its own:
 2. the code cells of its ``## Exercises`` section run in a **sandboxed worker process**
    (:mod:`lectures_lib.tooling.sandbox`: bubblewrap, an unprivileged user, no network, a
    read-only library whose ``checks`` hold no checker, reference or probe, a private scratch
-   folder, limits on memory, processes, file size, CPU and time; every process it starts ends
-   with it). Its own test cells never run;
+   folder, sized writable mounts, hard rlimits on address space, file size, CPU time and open
+   files, and a cgroup of its own whose ``pids.max`` and memory limit hold for root too; every
+   process it starts ends with it). Its own test cells never run;
 3. the **course's** test cells (hidden tests included) run here, in the grader, with the
    course's checkers. The names they use that the course's own imports do not bind (the
    student's function, training function or model) are stand-ins: calling one sends the probe's
    tensors to the worker and brings back its answer as plain data (:mod:`lectures_lib.tooling.
    wire`: ``torch.load(weights_only=True)``, never an unpickled object). The expected answers,
    probes and verdict never enter the submission's process, so patching checkers, ``assert``,
-   builtins or IPython there, or reading frames, gains nothing;
+   builtins or IPython there, or reading frames, gains nothing. Nothing the submission names is
+   imported, run or looked up here (a module is a stand-in too), every answer is decoded under a
+   budget (:data:`~lectures_lib.tooling.sandbox.BUDGET`) and the call's deadline, and the
+   grader never imports from the folder it grades in (:func:`_safe_python`);
 4. an exercise's points are earned when its test cell ran here without an error; a checker that
    reports a failure fails the cell's ``assert``. Written answers are listed with their maximum
    points, to be graded by hand (with the start of the answer).
 
-A submission that cannot be read, crashes, loops, sleeps, exits, floods its output or breaks the
-protocol gets a report like any other, each exercise failed and the reason in its message; the
-batch goes on. Folders are graded in parallel (``--jobs``: each job is a trusted process that
+A submission that cannot be read (not a plain file, over :data:`MAX_SUBMISSION_BYTES`),
+crashes, loops, sleeps, exits, floods its output or breaks the protocol gets a report like any
+other, each exercise failed and the reason in its message; the batch goes on. Each
+submission's grading process (the trusted side) has a memory limit of its own
+(:data:`GRADER_MEMORY` of data, ``RLIMIT_DATA``). Folders are graded in parallel (``--jobs``: each job is a trusted process that
 imports the grader once and forks a fresh grading process per submission, each with its own
 sandbox, so no state of one submission's grading reaches the next), with a progress bar on
 stderr. Reports are plain text: terminal control characters are removed.
@@ -32,7 +38,9 @@ What it cannot see: a student who copies the public reference solution (the note
 public repository) writes correct code; exercises for credit need private variants. Where no
 sandbox can be made (no bubblewrap, user namespaces disabled) the command refuses to grade
 unless ``--no-sandbox`` is given: the verdict stays outside the submission's process, but its
-code then runs with the grader's rights (do that only in a throwaway container or VM).
+code then runs with the grader's rights (do that only in a throwaway container or VM). Run as
+root where no cgroup can be made, it refuses too (the kernel does not apply ``RLIMIT_NPROC`` to
+root, so nothing would limit a submission's processes) unless ``--root-without-cgroup``.
 """
 
 from __future__ import annotations

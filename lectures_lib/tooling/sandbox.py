@@ -55,7 +55,9 @@ EXIT_WAIT = 1.0  # seconds a worker has to exit by itself when its session close
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-submission limits (the worker makes them hard rlimits before any student code)."""
+    """Per-submission limits. The worker makes them hard rlimits before any student code;
+    ``processes`` and ``memory_bytes`` are also the sandbox's cgroup's ``pids.max`` and memory
+    limit, where one can be made (``RLIMIT_NPROC`` alone does not hold for root)."""
 
     memory_bytes: int = 6 * 2**30  # address space: torch reserves some, a 2 GiB tensor is fine
     processes: int = 64  # threads count too
