@@ -17,7 +17,7 @@ submission started ends with it. Every writable mount has a size (``/scratch`` a
 :attr:`Limits.scratch_bytes` each, ``/dev/shm`` :attr:`Limits.shm_bytes`); ``/``, ``/course``
 and ``/dev`` are read-only. The worker sets hard limits on memory, processes, file size, CPU time
 and open files before the first student line runs, and where the grader may make a cgroup
-(:mod:`lectures_lib.tooling.cgroups`) the whole sandbox runs in one of its own, whose
+(:mod:`lectures_lib.tooling._cgroups`) the whole sandbox runs in one of its own, whose
 ``pids.max`` and memory limit hold for root too (the kernel does not apply ``RLIMIT_NPROC`` to
 root). Run as root where no cgroup can be made, :func:`sandbox_problem` refuses (unless
 ``allow_root_without_cgroup``: then nothing limits the number of processes). Without bubblewrap (or where user
@@ -44,7 +44,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cgroups, wire
+from . import _cgroups as cgroups
+from . import wire
 
 __all__ = ["Limits", "SandboxError", "Session", "Remote", "RemoteError", "sandbox_problem",
            "sandbox_command", "student_checks"]

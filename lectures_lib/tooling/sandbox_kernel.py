@@ -47,7 +47,7 @@ import threading
 from pathlib import Path
 
 from ..utils import check_bool, check_path
-from . import cgroups
+from . import _cgroups as cgroups
 from .sandbox import Limits, _base_command, _group_problem, _python, sandbox_problem, seal
 
 __all__ = ["KERNEL_NAME", "kernel_spec", "install", "launch_command", "main"]

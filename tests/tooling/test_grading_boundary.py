@@ -31,7 +31,8 @@ import torch
 from lectures_lib.checks import trained
 from lectures_lib.checks.trained import REVERSE_VOCAB_SIZE, check_reverse_translator
 from lectures_lib.models import Transformer
-from lectures_lib.tooling import cgroups, grading, sandbox, wire
+from lectures_lib.tooling import _cgroups as cgroups
+from lectures_lib.tooling import grading, sandbox, wire
 from tests.tooling.test_grading import COURSE, NAME, _submission
 
 ROOT = Path(__file__).resolve().parents[2]
