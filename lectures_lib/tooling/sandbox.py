@@ -24,14 +24,17 @@ root). Run as root where no cgroup can be made, :func:`sandbox_problem` refuses 
 namespaces are disabled) :func:`sandbox_problem` says why and the grade command refuses, unless
 the instructor passes ``--no-sandbox`` (then the limits and the process boundary remain, the
 isolation does not).
+
+Its parts: :mod:`~lectures_lib.tooling._remote` (the stand-ins and the errors that cross back),
+:mod:`~lectures_lib.tooling._student_view` (the sandbox's ``checks``), :mod:`~lectures_lib.
+tooling._cgroups` (the per-sandbox cgroup); this module holds the command lines, the limits and
+the session.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import fcntl
-import inspect
 import json
 import os
 import select
@@ -46,11 +49,12 @@ from pathlib import Path
 
 from . import _cgroups as cgroups
 from . import wire
+from ._remote import Remote, RemoteError, SandboxError, _error
+from ._student_view import LIBRARY, student_checks
 
 __all__ = ["Limits", "SandboxError", "Session", "Remote", "RemoteError", "sandbox_problem",
            "sandbox_command", "student_checks"]
 
-LIBRARY = Path(__file__).resolve().parents[1]  # the grader's lectures_lib
 EXIT_WAIT = 1.0  # seconds a worker has to exit by itself when its session closes
 
 
@@ -74,32 +78,12 @@ class Limits:
                 "open_files": self.open_files}
 
 
-class SandboxError(RuntimeError):
-    """The submission's process broke, ran out of time or broke the protocol."""
 
 
-class RemoteError(Exception):
-    """Base of the errors the submission's code raised (re-created by name in the grader)."""
-
-    student_location: tuple[int, str] = (0, "?")
 
 
-_ERROR_TYPES: dict[str, type] = {}
 
 
-def _error(info: dict) -> BaseException:
-    """An exception of the submission's error's name (never the class itself: only its name)."""
-    name = str(info.get("type", "Error"))
-    name = name if name.isidentifier() and len(name) <= 60 else "Error"
-    message = str(info.get("message", ""))[:2000]
-    base = NotImplementedError if info.get("not_implemented") is True else RemoteError
-    key = f"{base.__name__}.{name}"
-    if key not in _ERROR_TYPES:
-        _ERROR_TYPES[key] = type(name, (base,) if base is RemoteError else (base, RemoteError), {})
-    error = _ERROR_TYPES[key](message)
-    line, where = info.get("line", 0), info.get("name", "?")
-    error.student_location = (line if type(line) is int else 0, str(where)[:80])
-    return error
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,117 +226,17 @@ def _unsandboxed_command(job: Path, checks: Path) -> tuple[list[str], dict]:
     return [sys.executable, "-m", "lectures_lib.tooling.worker", str(job / "spec.json")], env
 
 
-# --------------------------------------------------------------------------------------------
-# The student's view of lectures_lib.checks: no checker, no reference, no probe
-# --------------------------------------------------------------------------------------------
-
-_STUB = '''
-
-class _GradedElsewhere:
-    """What a checker gives inside the grader's sandbox: the course's grader decides."""
-
-    passed = False
-    mistake = "graded_by_the_grader"
-    message = "checked by the course's grader, outside this process"
-
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return f"[GRADED BY THE COURSE] {{self.name}}: {{self.message}}"
-
-    __repr__ = __str__
-
-    def __bool__(self):
-        return False
-
-'''
 
 
-def _is_secret(name: str) -> bool:
-    return name.startswith("check_") or name.endswith("_reference") or name.startswith("_")
 
 
-def _strip_module(source: str, keep_private: bool) -> tuple[str, list[str]]:
-    """A checks module without its checkers, references and private functions; and its stubs."""
-    tree = ast.parse(source)
-    body, stubs = [], []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name.startswith("check_"):
-                stubs.append(node.name)
-                continue
-            if not keep_private and _is_secret(node.name):
-                continue
-        body.append(node)
-    tree.body = body
-    text = ast.unparse(tree)
-    if stubs:
-        text += _STUB + "".join(
-            f"\ndef {name}(student_fn=None, *args, **kwargs):\n"
-            f"    return _GradedElsewhere({name[len('check_'):]!r})\n" for name in stubs)
-    return text, stubs
 
 
-def student_checks(target: Path) -> Path:
-    """Write the sandbox's ``lectures_lib/checks`` into ``target``: public helpers and data only.
-
-    Every ``check_*`` becomes a stub that passes nothing (the grader runs the real one), every
-    ``*_reference`` and private function of a checker module is left out; ``_base`` and
-    ``_compare`` (the machinery, no answers) stay whole. Imports of names a module no longer has
-    are dropped, so ``from lectures_lib.checks import check_x`` still works in a submission.
-    """
-    source = LIBRARY / "checks"
-    target.mkdir(parents=True, exist_ok=True)
-    kept: dict[str, set[str]] = {}
-    texts: dict[str, str] = {}
-    for path in sorted(source.glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if path.stem not in ("__init__", "_base", "_compare"):
-            text, _ = _strip_module(text, keep_private=False)
-        texts[path.stem] = text
-        kept[path.stem] = _defined_names(text)
-    for stem, text in texts.items():
-        (target / f"{stem}.py").write_text(_filter_imports(text, kept), encoding="utf-8")
-    return target
 
 
-def _defined_names(text: str) -> set[str]:
-    names = set()
-    for node in ast.parse(text).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target,
-                                                                              ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return names
 
 
-def _filter_imports(text: str, kept: dict[str, set[str]]) -> str:
-    """Drop ``from .module import name`` of names the stripped module lacks; fix ``__all__``."""
-    tree = ast.parse(text)
-    defined = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module in kept:
-            node.names = [a for a in node.names
-                          if a.name == "*" or a.name in kept[node.module]]
-    tree.body = [node for node in tree.body
-                 if not (isinstance(node, ast.ImportFrom) and not node.names)]
-    text = ast.unparse(tree)
-    defined = _defined_names(text)
-    tree = ast.parse(text)
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
-                                                 for t in node.targets)
-                and isinstance(node.value, ast.List)):
-            node.value.elts = [e for e in node.value.elts
-                               if not (isinstance(e, ast.Constant) and isinstance(e.value, str)
-                                       and e.value not in defined)]
-    return ast.unparse(tree) + "\n"
+
 
 
 # --------------------------------------------------------------------------------------------
@@ -519,7 +403,6 @@ class Session:
 
 # What one reply may decode to in the grader (the frame itself is at most wire.MAX_FRAME bytes).
 BUDGET = wire.Budget(nodes=100_000, depth=32, elements=2**26, bytes=2**28)
-PRINTED = 4000  # characters of what one call printed that the grader shows
 
 
 def _wait_unreaped(pid: int, seconds: float) -> None:
@@ -554,110 +437,7 @@ def _popen(command: list[str], env: dict, read_fd: int, write_fd: int,
                             preexec_fn=preexec, start_new_session=True)
 
 
-def _current_call_timeout(session: Session) -> float:
-    """The running check's limit for one call of the student's code (training: longer)."""
-    from ..checks import _base
-
-    run = getattr(_base._current, "run", None)  # set while a check runs
-    return float(run.timeout) if run is not None else session.call_timeout
 
 
-class Remote:
-    """The grader's stand-in for an object of the submission: calls cross as data."""
-
-    __slots__ = ("_session", "_number", "_generation", "__weakref__")
-
-    def __init__(self, session: Session, number: int, generation: int) -> None:
-        self._session, self._number, self._generation = session, number, generation
-
-    def _ask(self, op: str, **fields) -> dict:
-        if self._generation != self._session.generation:
-            raise SandboxError("this object belonged to a run of the submission that was stopped")
-        return self._session.request({"op": op, "handle": self._number, **fields},
-                                     timeout=_current_call_timeout(self._session))
-
-    def _send(self, value):
-        def handle_of(obj):
-            if isinstance(obj, Remote) and obj._session is self._session:
-                return obj._number
-            raise wire.WireError(f"cannot send a {type(obj).__name__} to the submission")
-
-        return wire.encode(value, handle_of)
-
-    def __call__(self, *args, **kwargs):
-        reply = self._ask("call", args=self._send(list(args)), kwargs=self._send(dict(kwargs)))
-        printed = reply.get("printed")
-        if type(printed) is str and printed:
-            sys.stdout.write(printed[:PRINTED])  # the check's capture, as if it printed here
-        value = self._session.value(reply, self._generation)
-        if isinstance(reply.get("after"), (tuple, list)):
-            _copy_back([list(args), dict(kwargs)], self._session.value(
-                {"ok": reply["after"]}, self._generation))
-        return value
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)  # no special protocol is asked of the submission
-        reply = self._ask("getattr", name=name)
-        if reply.get("missing") is True:
-            raise AttributeError(f"the submission's object has no attribute {name!r}")
-        return self._session.value(reply, self._generation)
-
-    def __len__(self) -> int:
-        value = self._session.value(self._ask("len"), self._generation)
-        if type(value) is not int or value < 0:
-            raise TypeError("len() of the submission's object is not a non-negative int")
-        return value
-
-    def __iter__(self):
-        iterator = self._session.value(self._ask("iter"), self._generation)
-        if not isinstance(iterator, Remote):
-            raise TypeError("the submission's object gave no iterator")
-        return iterator
-
-    def __next__(self):
-        reply = self._ask("next")
-        if reply.get("missing") is True:
-            raise StopIteration
-        return self._session.value(reply, self._generation)
-
-    @property
-    def __signature__(self) -> inspect.Signature:
-        reply = self._ask("signature")
-        if reply.get("missing") is True:
-            raise ValueError("no signature")
-        text = self._session.value(reply, self._generation)
-        try:
-            rows = json.loads(text) if type(text) is str and len(text) < 2**16 else None
-            parameters = []
-            for i, (name, kind, has_default) in enumerate(rows[:256]):
-                name = name if type(name) is str and name.isidentifier() else f"arg{i}"
-                parameters.append(inspect.Parameter(
-                    name, inspect._ParameterKind(kind if type(kind) is int else 1),
-                    default=None if has_default else inspect.Parameter.empty))
-            return inspect.Signature(parameters)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"no signature ({type(error).__name__})") from None
-
-    def __repr__(self) -> str:
-        return f"<the submission's object #{self._number}>"
 
 
-def _copy_back(sent, after) -> None:
-    """Write the submission's view of the arguments after the call into the grader's copies.
-
-    The checker compares them with the originals, so a function that changes its inputs in
-    place is still told so (only same-shaped tensors are copied: nothing else can change)."""
-    import torch
-
-    if isinstance(sent, torch.Tensor):
-        if (isinstance(after, torch.Tensor) and after.shape == sent.shape
-                and after.dtype == sent.dtype):
-            sent.copy_(after)
-    elif isinstance(sent, (list, tuple)) and isinstance(after, (list, tuple)):
-        for a, b in zip(sent, after):
-            _copy_back(a, b)
-    elif isinstance(sent, dict) and isinstance(after, dict):
-        for key in sent:
-            if key in after:
-                _copy_back(sent[key], after[key])

@@ -279,7 +279,9 @@ def test_an_oversized_submission_is_refused_without_parsing(tmp_path, monkeypatc
 
     monkeypatch.setattr(nbformat, "reads", spy(nbformat.reads))
     monkeypatch.setattr(json, "loads", spy(json.loads))
-    monkeypatch.setattr(grading, "_check_sandbox", lambda *a: False)  # not needed to refuse
+    from lectures_lib.tooling.grading import _verdict
+
+    monkeypatch.setattr(_verdict, "_check_sandbox", lambda *a: False)  # not needed to refuse
     started = time.monotonic()
     report = grading.grade_submission(path, timeout=40, course=COURSE.parent, notebook=NAME)
     assert max(sizes, default=0) < grading.MAX_SUBMISSION_BYTES, "the oversized file was parsed"
