@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -82,10 +83,14 @@ def group_problem() -> str | None:
     version, found = _parents()
     if version is None:
         return found
-    try:
-        Group(processes=4, memory_bytes=2**26).close()
-    except OSError as error:
-        return f"a cgroup cannot be made here ({type(error).__name__}: {error})"
+    try:  # made, limited, joined by a process (as a sandbox will be), removed
+        group = Group(processes=4, memory_bytes=2**26)
+        try:
+            subprocess.run(["true"], preexec_fn=group.join, check=True, timeout=30)
+        finally:
+            group.close()
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"a cgroup cannot be made or joined here ({type(error).__name__}: {error})"
     return None
 
 
