@@ -216,6 +216,34 @@ def _layers(state: dict, stack: str) -> int:
     return len({key.split(".")[2] for key in state if key.startswith(f"{stack}.layers.")})
 
 
+# The largest model each exercise may hand in: the notebooks' own (04: EncoderTagger(8, 8,
+# d_model=32, num_heads=2, num_layers=1, d_ff=64); 05: Transformer(10, 10, d_model=32, 2 heads,
+# 1 + 1 layers, d_ff=64)) with room to spare (8 times the width, 16 times the feed-forward, 6
+# layers, a vocabulary up to 4 times the task's). Every size the rebuild reads off the student's
+# model is held to these *before* anything is built, so a declared size cannot make the grader
+# allocate (a d_model of 2**16 would be 16 GiB of attention weights per layer).
+MODEL_BOUNDS = {
+    "tagger": {"vocab": (SORT_VOCAB_SIZE, 4 * SORT_VOCAB_SIZE),
+               "classes": (SORT_VOCAB_SIZE, SORT_VOCAB_SIZE)},
+    "seq2seq": {"vocab": (REVERSE_VOCAB_SIZE, 4 * REVERSE_VOCAB_SIZE),
+                "classes": (REVERSE_VOCAB_SIZE, 4 * REVERSE_VOCAB_SIZE)},
+    "both": {"d_model": (1, 256), "d_ff": (1, 1024), "layers": (1, 6), "num_heads": (1, 16)},
+}
+
+
+def _bounded(kind: str, sizes: dict[str, tuple[int, str]]) -> None:
+    """Raise ``ValueError`` naming the first size (value, where it was read) outside the
+    exercise's :data:`MODEL_BOUNDS`."""
+    bounds = {**MODEL_BOUNDS["both"], **MODEL_BOUNDS[kind]}
+    for name, (value, where) in sizes.items():
+        low, high = bounds[name.split(":")[0]]
+        if type(value) is not int or not low <= value <= high:
+            raise ValueError(
+                f"its {name.split(':')[-1]} is {value!r:.40} (read from {where}), outside what "
+                f"the exercise's model can have ({low} to {high}): the checker builds nothing "
+                "that large. Use the exercise's settings")
+
+
 def _course_copy(model, kind: str):
     """The course's own ``EncoderTagger`` (``kind="tagger"``) or ``Transformer``
     (``"seq2seq"``), built here with ``model``'s settings and loaded with its weights (strict):
@@ -226,29 +254,45 @@ def _course_copy(model, kind: str):
     state = _state(model)
     try:
         first = "encoder.layers.0"
+        ff_key = f"{first}.feed_forward.linear1.weight"
         shared = dict(
             num_heads=_setting(model, f"{first}.num_heads", (int,), "heads"),
-            d_ff=state[f"{first}.feed_forward.linear1.weight"].shape[0],
+            d_ff=int(state[ff_key].shape[0]),
             norm_first=_setting(model, f"{first}.norm_first", (bool,), "Pre-LN or Post-LN"),
             activation=_setting(model, f"{first}.feed_forward.activation", (str,),
                                 "activation"),
             pad_id=_setting(model, "pad_id", (int, type(None)), "padding id"),
         )
+        embed = "embed" if kind == "tagger" else "src_embed"
+        embedding = state[f"{embed}.embedding.weight"]
+        if embedding.dim() != 2:
+            raise ValueError(f"its {embed}.embedding.weight has {embedding.dim()} dimensions, "
+                             "not 2 (vocabulary, d_model)")
+        vocab, d_model = (int(n) for n in embedding.shape)
+        out_key = "output.weight" if kind == "tagger" else "tgt_embed.embedding.weight"
+        sizes = {"vocab:vocabulary": (vocab, f"{embed}.embedding.weight"),
+                 "classes:output vocabulary": (int(state[out_key].shape[0]), out_key),
+                 "d_model": (d_model, f"{embed}.embedding.weight"),
+                 "d_ff": (shared["d_ff"], ff_key),
+                 "num_heads": (shared["num_heads"], f"{first}.num_heads")}
+        for stack in ("encoder",) if kind == "tagger" else ("encoder", "decoder"):
+            sizes[f"layers:number of {stack} layers"] = (_layers(state, stack),
+                                                        f"the {stack}.layers.* weights")
+        _bounded(kind, sizes)  # before anything is built
         if kind == "tagger":
-            vocab, d_model = state["embed.embedding.weight"].shape
             positional = getattr(model.embed, "positional", None) is not None
-            copy = EncoderTagger(vocab, state["output.weight"].shape[0], d_model=d_model,
+            copy = EncoderTagger(vocab, sizes["classes:output vocabulary"][0], d_model=d_model,
                                  num_layers=_layers(state, "encoder"),
                                  positional_encoding=positional, **shared)
         else:
-            src_vocab, d_model = state["src_embed.embedding.weight"].shape
             positional = getattr(model.src_embed, "positional", None) is not None
-            copy = Transformer(src_vocab, state["tgt_embed.embedding.weight"].shape[0],
+            copy = Transformer(vocab, sizes["classes:output vocabulary"][0],
                                d_model=d_model, num_encoder_layers=_layers(state, "encoder"),
                                num_decoder_layers=_layers(state, "decoder"),
                                positional_encoding=positional, **shared)
         copy.load_state_dict(state, strict=True)
-    except (KeyError, ValueError, TypeError, RuntimeError, AttributeError) as error:
+    except (KeyError, ValueError, TypeError, RuntimeError, AttributeError,
+            IndexError) as error:
         problem = f"missing weights {error}" if isinstance(error, KeyError) else str(error)
         raise Mistake("not_a_model", f"the exercise asks for the course's `{name}` (with its "
                       f"default attention): the checker rebuilds one from your model's weights "

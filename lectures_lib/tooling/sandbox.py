@@ -13,18 +13,28 @@ new user, PID, network, IPC and UTS namespaces (no network at all), an unprivile
 ``checks`` package is a stand-in without checkers, references or probes (:func:`student_checks`),
 a private scratch folder in memory as the working directory, an empty environment, and
 ``--die-with-parent`` in a PID namespace: when the session ends or is killed, every process the
-submission started ends with it. The worker sets hard limits on memory, processes, file size,
-CPU time and open files before the first student line runs. Without bubblewrap (or where user
+submission started ends with it. Every writable mount has a size (``/scratch`` and ``/tmp``
+:attr:`Limits.scratch_bytes` each, ``/dev/shm`` :attr:`Limits.shm_bytes`); ``/``, ``/course``
+and ``/dev`` are read-only. The worker sets hard limits on memory, processes, file size, CPU time
+and open files before the first student line runs, and where the grader may make a cgroup
+(:mod:`lectures_lib.tooling._cgroups`) the whole sandbox runs in one of its own, whose
+``pids.max`` and memory limit hold for root too (the kernel does not apply ``RLIMIT_NPROC`` to
+root). Run as root where no cgroup can be made, :func:`sandbox_problem` refuses (unless
+``allow_root_without_cgroup``: then nothing limits the number of processes). Without bubblewrap (or where user
 namespaces are disabled) :func:`sandbox_problem` says why and the grade command refuses, unless
 the instructor passes ``--no-sandbox`` (then the limits and the process boundary remain, the
 isolation does not).
+
+Its parts: :mod:`~lectures_lib.tooling._remote` (the stand-ins and the errors that cross back),
+:mod:`~lectures_lib.tooling._student_view` (the sandbox's ``checks``), :mod:`~lectures_lib.
+tooling._cgroups` (the per-sandbox cgroup); this module holds the command lines, the limits and
+the session.
 """
 
 from __future__ import annotations
 
-import ast
+import dataclasses
 import fcntl
-import inspect
 import json
 import os
 import select
@@ -37,25 +47,30 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _cgroups as cgroups
 from . import wire
+from ._remote import Remote, RemoteError, SandboxError, _error
+from ._student_view import LIBRARY, student_checks
 
 __all__ = ["Limits", "SandboxError", "Session", "Remote", "RemoteError", "sandbox_problem",
            "sandbox_command", "student_checks"]
 
-LIBRARY = Path(__file__).resolve().parents[1]  # the grader's lectures_lib
 EXIT_WAIT = 1.0  # seconds a worker has to exit by itself when its session closes
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-submission limits (the worker makes them hard rlimits before any student code)."""
+    """Per-submission limits. The worker makes them hard rlimits before any student code;
+    ``processes`` and ``memory_bytes`` are also the sandbox's cgroup's ``pids.max`` and memory
+    limit, where one can be made (``RLIMIT_NPROC`` alone does not hold for root)."""
 
     memory_bytes: int = 6 * 2**30  # address space: torch reserves some, a 2 GiB tensor is fine
     processes: int = 64  # threads count too
     file_bytes: int = 64 * 2**20
     cpu_seconds: int = 600
     open_files: int = 256
-    scratch_bytes: int = 256 * 2**20
+    scratch_bytes: int = 256 * 2**20  # /scratch and /tmp, each (tmpfs: counted in memory)
+    shm_bytes: int = 64 * 2**20  # /dev/shm
 
     def as_spec(self) -> dict:
         return {"memory_bytes": self.memory_bytes, "processes": self.processes,
@@ -63,32 +78,12 @@ class Limits:
                 "open_files": self.open_files}
 
 
-class SandboxError(RuntimeError):
-    """The submission's process broke, ran out of time or broke the protocol."""
 
 
-class RemoteError(Exception):
-    """Base of the errors the submission's code raised (re-created by name in the grader)."""
-
-    student_location: tuple[int, str] = (0, "?")
 
 
-_ERROR_TYPES: dict[str, type] = {}
 
 
-def _error(info: dict) -> BaseException:
-    """An exception of the submission's error's name (never the class itself: only its name)."""
-    name = str(info.get("type", "Error"))
-    name = name if name.isidentifier() and len(name) <= 60 else "Error"
-    message = str(info.get("message", ""))[:2000]
-    base = NotImplementedError if info.get("not_implemented") is True else RemoteError
-    key = f"{base.__name__}.{name}"
-    if key not in _ERROR_TYPES:
-        _ERROR_TYPES[key] = type(name, (base,) if base is RemoteError else (base, RemoteError), {})
-    error = _ERROR_TYPES[key](message)
-    line, where = info.get("line", 0), info.get("name", "?")
-    error.student_location = (line if type(line) is int else 0, str(where)[:80])
-    return error
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,8 +95,34 @@ def _bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def sandbox_problem() -> str | None:
-    """``None`` when bubblewrap can start a sandbox here, else the reason it cannot."""
+_GROUPS: dict[str, str | None] = {}
+
+
+def _group_problem() -> str | None:
+    """:func:`cgroups.group_problem`, asked once per process."""
+    if "problem" not in _GROUPS:
+        _GROUPS["problem"] = cgroups.group_problem()
+    return _GROUPS["problem"]
+
+
+def limits_problem(allow_root_without_cgroup: bool = False) -> str | None:
+    """``None`` when the sandbox's process limit holds here, else why it does not.
+
+    A cgroup holds for every user; without one the worker's ``RLIMIT_NPROC`` holds for an
+    unprivileged grader only (it counts that user's processes); for root the kernel ignores it."""
+    problem = _group_problem()
+    if problem is None or os.geteuid() != 0 or allow_root_without_cgroup:
+        return None
+    return ("the grader runs as root, and the kernel does not apply RLIMIT_NPROC to root, so "
+            "only a cgroup can limit a submission's processes, and none can be made here "
+            f"({problem}). Grade as an unprivileged user, or give the grader a writable cgroup "
+            "(cgroup v1 pids and memory, or a delegated cgroup v2), or pass "
+            "--root-without-cgroup (allow_root_without_cgroup=True) to grade with no limit "
+            "on the number of processes")
+
+
+def sandbox_problem(allow_root_without_cgroup: bool = False) -> str | None:
+    """``None`` when bubblewrap can start a sandbox here whose limits hold, else the reason."""
     if not sys.platform.startswith("linux"):
         return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
     bwrap = _bwrap()
@@ -116,7 +137,7 @@ def sandbox_problem() -> str | None:
     if probe.returncode != 0:
         return ("bubblewrap cannot create a sandbox here (user namespaces disabled? "
                 f"`{probe.stderr.strip()[:200]}`)")
-    return None
+    return limits_problem(allow_root_without_cgroup)
 
 
 def _python_roots() -> list[Path]:
@@ -142,6 +163,7 @@ def _base_command(limits: Limits) -> list[str]:
         "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
         "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
         "--proc", "/proc", "--dev", "/dev",
+        "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
         "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
         "--size", str(limits.scratch_bytes), "--tmpfs", "/scratch",
     ]
@@ -152,8 +174,15 @@ def _base_command(limits: Limits) -> list[str]:
     # below a bound folder (an installed, non-editable package in site-packages).
     for root in _python_roots():
         if LIBRARY.is_relative_to(root):
-            command += ["--tmpfs", str(LIBRARY)]
+            command += ["--size", "4096", "--tmpfs", str(LIBRARY), "--remount-ro", str(LIBRARY)]
     return command + ["--ro-bind", str(LIBRARY), "/course/lectures_lib"]
+
+
+def seal() -> list[str]:
+    """The last mount options of every sandbox: ``/`` (bubblewrap's own tmpfs, which has no
+    size: ``/course`` and every mount point lie on it) and ``/dev`` read-only. Only the sized
+    mounts stay writable (``/tmp``, ``/scratch``, ``/dev/shm``)."""
+    return ["--remount-ro", "/dev", "--remount-ro", "/"]
 
 
 def sandbox_command(job: Path, checks: Path, limits: Limits) -> list[str]:
@@ -167,6 +196,7 @@ def sandbox_command(job: Path, checks: Path, limits: Limits) -> list[str]:
         "--setenv", "TMPDIR", "/tmp", "--setenv", "MPLBACKEND", "Agg",
         "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PATH", "/usr/bin:/bin",
+        *seal(),
         "--", str(_python()), "-m", "lectures_lib.tooling.worker", "/job/spec.json",
     ]
     return command
@@ -196,117 +226,17 @@ def _unsandboxed_command(job: Path, checks: Path) -> tuple[list[str], dict]:
     return [sys.executable, "-m", "lectures_lib.tooling.worker", str(job / "spec.json")], env
 
 
-# --------------------------------------------------------------------------------------------
-# The student's view of lectures_lib.checks: no checker, no reference, no probe
-# --------------------------------------------------------------------------------------------
-
-_STUB = '''
-
-class _GradedElsewhere:
-    """What a checker gives inside the grader's sandbox: the course's grader decides."""
-
-    passed = False
-    mistake = "graded_by_the_grader"
-    message = "checked by the course's grader, outside this process"
-
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return f"[GRADED BY THE COURSE] {{self.name}}: {{self.message}}"
-
-    __repr__ = __str__
-
-    def __bool__(self):
-        return False
-
-'''
 
 
-def _is_secret(name: str) -> bool:
-    return name.startswith("check_") or name.endswith("_reference") or name.startswith("_")
 
 
-def _strip_module(source: str, keep_private: bool) -> tuple[str, list[str]]:
-    """A checks module without its checkers, references and private functions; and its stubs."""
-    tree = ast.parse(source)
-    body, stubs = [], []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name.startswith("check_"):
-                stubs.append(node.name)
-                continue
-            if not keep_private and _is_secret(node.name):
-                continue
-        body.append(node)
-    tree.body = body
-    text = ast.unparse(tree)
-    if stubs:
-        text += _STUB + "".join(
-            f"\ndef {name}(student_fn=None, *args, **kwargs):\n"
-            f"    return _GradedElsewhere({name[len('check_'):]!r})\n" for name in stubs)
-    return text, stubs
 
 
-def student_checks(target: Path) -> Path:
-    """Write the sandbox's ``lectures_lib/checks`` into ``target``: public helpers and data only.
-
-    Every ``check_*`` becomes a stub that passes nothing (the grader runs the real one), every
-    ``*_reference`` and private function of a checker module is left out; ``_base`` and
-    ``_compare`` (the machinery, no answers) stay whole. Imports of names a module no longer has
-    are dropped, so ``from lectures_lib.checks import check_x`` still works in a submission.
-    """
-    source = LIBRARY / "checks"
-    target.mkdir(parents=True, exist_ok=True)
-    kept: dict[str, set[str]] = {}
-    texts: dict[str, str] = {}
-    for path in sorted(source.glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if path.stem not in ("__init__", "_base", "_compare"):
-            text, _ = _strip_module(text, keep_private=False)
-        texts[path.stem] = text
-        kept[path.stem] = _defined_names(text)
-    for stem, text in texts.items():
-        (target / f"{stem}.py").write_text(_filter_imports(text, kept), encoding="utf-8")
-    return target
 
 
-def _defined_names(text: str) -> set[str]:
-    names = set()
-    for node in ast.parse(text).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target,
-                                                                              ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return names
 
 
-def _filter_imports(text: str, kept: dict[str, set[str]]) -> str:
-    """Drop ``from .module import name`` of names the stripped module lacks; fix ``__all__``."""
-    tree = ast.parse(text)
-    defined = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module in kept:
-            node.names = [a for a in node.names
-                          if a.name == "*" or a.name in kept[node.module]]
-    tree.body = [node for node in tree.body
-                 if not (isinstance(node, ast.ImportFrom) and not node.names)]
-    text = ast.unparse(tree)
-    defined = _defined_names(text)
-    tree = ast.parse(text)
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
-                                                 for t in node.targets)
-                and isinstance(node.value, ast.List)):
-            node.value.elts = [e for e in node.value.elts
-                               if not (isinstance(e, ast.Constant) and isinstance(e.value, str)
-                                       and e.value not in defined)]
-    return ast.unparse(tree) + "\n"
+
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,7 +263,9 @@ class Session:
         self.generation = 0
         self.ran = 0
         self.dead_reason = ""
+        self.reply_deadline = deadline
         self._folder: tempfile.TemporaryDirectory | None = None
+        self._group: cgroups.Group | None = None
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -348,9 +280,12 @@ class Session:
             command, env = sandbox_command(job, self.checks, self.limits), {}
         else:
             command, env = _unsandboxed_command(job, self.checks)
+        if _group_problem() is None:  # limits that hold for root too, on the whole sandbox
+            self._group = cgroups.Group(processes=self.limits.processes,
+                                        memory_bytes=self.limits.memory_bytes)
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
-        self.process = _popen(command, env, to_worker_r, from_worker_w)
+        self.process = _popen(command, env, to_worker_r, from_worker_w, self._group, job)
         os.close(to_worker_r)
         os.close(from_worker_w)
         self._out, self._in = to_worker_w, from_worker_r
@@ -380,6 +315,9 @@ class Session:
             except subprocess.TimeoutExpired:
                 pass
             self.process = None
+        if self._group is not None:
+            self._group.close()  # whatever is left in it (nothing, normally), then the group
+            self._group = None
         if self._folder is not None:
             self._folder.cleanup()
             self._folder = None
@@ -405,6 +343,7 @@ class Session:
         if self.process is None or self.dead_reason:
             raise SandboxError(self.dead_reason or "the submission's process is not running")
         limit = min(self.deadline, time.monotonic() + (timeout or self.call_timeout) + 1.0)
+        self.reply_deadline = limit  # decoding the reply counts in the call's time too
 
         def wait() -> None:
             left = limit - time.monotonic()
@@ -440,25 +379,30 @@ class Session:
         return [e for e in errors if isinstance(e, list) and len(e) == 2]
 
     def value(self, reply: dict, generation: int | None = None):
-        if "raised" in reply and isinstance(reply["raised"], dict):
+        """The data of a reply (under :data:`BUDGET` and the call's deadline), handles as
+        :class:`Remote` stand-ins; the submission's error re-raised by its name."""
+        if type(reply.get("raised")) is dict:
             raise _error(reply["raised"])
         if "ok" not in reply:
             raise SandboxError("the submission's process gave no value")
-        return wire.decode(reply["ok"], lambda n: Remote(self, n, generation or self.generation))
+        budget = dataclasses.replace(BUDGET, seconds=self.reply_deadline)
+        try:
+            return wire.decode(reply["ok"], lambda n: Remote(self, n, generation or self.generation),
+                               budget)
+        except wire.WireError as error:
+            raise self._die(f"the submission's answer was refused ({error})") from None
 
     def lookup(self, name: str):
-        """The value of a global name of the submission: data, a module name, or a Remote."""
+        """The value of a global name of the submission: data, or a :class:`Remote` (a module
+        too: the grader never imports, runs or looks up anything a submission names)."""
         reply = self.request({"op": "lookup", "name": name})
         if reply.get("missing") is True:
             raise NameError(f"name {name!r} is not defined in the submission")
-        if isinstance(reply.get("module"), str):
-            return _ModuleName(reply["module"])
         return self.value(reply)
 
 
-@dataclass(frozen=True)
-class _ModuleName:
-    name: str
+# What one reply may decode to in the grader (the frame itself is at most wire.MAX_FRAME bytes).
+BUDGET = wire.Budget(nodes=100_000, depth=32, elements=2**26, bytes=2**28)
 
 
 def _wait_unreaped(pid: int, seconds: float) -> None:
@@ -475,120 +419,25 @@ def _wait_unreaped(pid: int, seconds: float) -> None:
         time.sleep(0.005)
 
 
-def _popen(command: list[str], env: dict, read_fd: int, write_fd: int) -> subprocess.Popen:
-    """Start ``command`` with ``read_fd``/``write_fd`` as its fds 3 and 4, in its own session."""
+def _popen(command: list[str], env: dict, read_fd: int, write_fd: int,
+           group: cgroups.Group | None = None, cwd: Path | None = None) -> subprocess.Popen:
+    """Start ``command`` with ``read_fd``/``write_fd`` as its fds 3 and 4, in its own session
+    (and in ``group`` before it runs: everything it starts is counted there)."""
 
     def preexec() -> None:  # high copies first: read_fd or write_fd may itself be 3 or 4
+        if group is not None:
+            group.join()
         high_read = fcntl.fcntl(read_fd, fcntl.F_DUPFD, 10)
         high_write = fcntl.fcntl(write_fd, fcntl.F_DUPFD, 10)
         os.dup2(high_read, 3)
         os.dup2(high_write, 4)
 
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env, pass_fds=(3, 4),
+                            stderr=subprocess.DEVNULL, env=env, pass_fds=(3, 4), cwd=cwd,
                             preexec_fn=preexec, start_new_session=True)
 
 
-def _current_call_timeout(session: Session) -> float:
-    """The running check's limit for one call of the student's code (training: longer)."""
-    from ..checks import _base
-
-    run = getattr(_base._current, "run", None)  # set while a check runs
-    return float(run.timeout) if run is not None else session.call_timeout
 
 
-class Remote:
-    """The grader's stand-in for an object of the submission: calls cross as data."""
-
-    __slots__ = ("_session", "_number", "_generation", "__weakref__")
-
-    def __init__(self, session: Session, number: int, generation: int) -> None:
-        self._session, self._number, self._generation = session, number, generation
-
-    def _ask(self, op: str, **fields) -> dict:
-        if self._generation != self._session.generation:
-            raise SandboxError("this object belonged to a run of the submission that was stopped")
-        return self._session.request({"op": op, "handle": self._number, **fields},
-                                     timeout=_current_call_timeout(self._session))
-
-    def _send(self, value):
-        def handle_of(obj):
-            if isinstance(obj, Remote) and obj._session is self._session:
-                return obj._number
-            raise wire.WireError(f"cannot send a {type(obj).__name__} to the submission")
-
-        return wire.encode(value, handle_of)
-
-    def __call__(self, *args, **kwargs):
-        reply = self._ask("call", args=self._send(list(args)), kwargs=self._send(dict(kwargs)))
-        printed = reply.get("printed")
-        if isinstance(printed, str) and printed:
-            sys.stdout.write(printed)  # the check's capture, as if the function printed here
-        value = self._session.value(reply, self._generation)
-        if isinstance(reply.get("after"), (tuple, list)):
-            _copy_back([list(args), dict(kwargs)], self._session.value(
-                {"ok": reply["after"]}, self._generation))
-        return value
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)  # no special protocol is asked of the submission
-        reply = self._ask("getattr", name=name)
-        if reply.get("missing") is True:
-            raise AttributeError(f"the submission's object has no attribute {name!r}")
-        return self._session.value(reply, self._generation)
-
-    def __len__(self) -> int:
-        value = self._session.value(self._ask("len"), self._generation)
-        if type(value) is not int or value < 0:
-            raise TypeError("len() of the submission's object is not a non-negative int")
-        return value
-
-    def __iter__(self):
-        iterator = self._session.value(self._ask("iter"), self._generation)
-        if not isinstance(iterator, Remote):
-            raise TypeError("the submission's object gave no iterator")
-        return iterator
-
-    def __next__(self):
-        reply = self._ask("next")
-        if reply.get("missing") is True:
-            raise StopIteration
-        return self._session.value(reply, self._generation)
-
-    @property
-    def __signature__(self) -> inspect.Signature:
-        reply = self._ask("signature")
-        if reply.get("missing") is True:
-            raise ValueError("no signature")
-        rows = json.loads(self._session.value(reply, self._generation))
-        parameters = []
-        for i, (name, kind, has_default) in enumerate(rows):
-            name = name if isinstance(name, str) and name.isidentifier() else f"arg{i}"
-            parameters.append(inspect.Parameter(
-                name, inspect._ParameterKind(int(kind)),
-                default=None if has_default else inspect.Parameter.empty))
-        return inspect.Signature(parameters)
-
-    def __repr__(self) -> str:
-        return f"<the submission's object #{self._number}>"
 
 
-def _copy_back(sent, after) -> None:
-    """Write the submission's view of the arguments after the call into the grader's copies.
-
-    The checker compares them with the originals, so a function that changes its inputs in
-    place is still told so (only same-shaped tensors are copied: nothing else can change)."""
-    import torch
-
-    if isinstance(sent, torch.Tensor):
-        if (isinstance(after, torch.Tensor) and after.shape == sent.shape
-                and after.dtype == sent.dtype):
-            sent.copy_(after)
-    elif isinstance(sent, (list, tuple)) and isinstance(after, (list, tuple)):
-        for a, b in zip(sent, after):
-            _copy_back(a, b)
-    elif isinstance(sent, dict) and isinstance(after, dict):
-        for key in sent:
-            if key in after:
-                _copy_back(sent[key], after[key])

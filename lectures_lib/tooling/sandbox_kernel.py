@@ -13,10 +13,14 @@ the instructor's user, with the instructor's rights. This module gives it a kern
   folder of the other kernels. A working directory that holds a course (``gradebook.db``,
   ``nbgrader_config.py``, ``submitted/``, ...) is not bound at all: the kernel starts in its
   scratch folder;
-* writable: a private scratch folder and ``/tmp`` in memory (256 MiB each), nothing else;
+* writable: a private scratch folder and ``/tmp`` in memory (256 MiB each) and ``/dev/shm``
+  (64 MiB), nothing else (``/`` and ``/dev`` are read-only);
 * hard limits on memory, processes, file size, CPU time and open files (:class:`~lectures_lib.
-  tooling.sandbox.Limits`), set before IPython starts; ``--die-with-parent`` in a PID namespace:
-  when nbgrader ends (or kills) the kernel, every process the notebook started ends with it.
+  tooling.sandbox.Limits`), set before IPython starts, and a cgroup of its own (``pids.max``,
+  memory) where one can be made, which holds for root too; as root without one the launcher
+  refuses (:func:`~lectures_lib.tooling.sandbox.sandbox_problem`); ``--die-with-parent`` in a
+  PID namespace: when nbgrader ends (or kills) the kernel, every process the notebook started
+  ends with it.
 
 Without network the kernel cannot reach nbgrader's TCP ports, so the kernel's *launcher* (this
 module's ``launch``, outside the sandbox) binds them and relays every message, unchanged, to the
@@ -43,7 +47,8 @@ import threading
 from pathlib import Path
 
 from ..utils import check_bool, check_path
-from .sandbox import Limits, _base_command, _python, sandbox_problem
+from . import _cgroups as cgroups
+from .sandbox import Limits, _base_command, _group_problem, _python, sandbox_problem, seal
 
 __all__ = ["KERNEL_NAME", "kernel_spec", "install", "launch_command", "main"]
 
@@ -58,7 +63,9 @@ CONFIG_LINE = f'c.ExecutePreprocessor.kernel_name = "{KERNEL_NAME}"'
 def kernel_spec() -> dict:
     """The ``kernel.json`` of the sandboxed kernel (this Python runs the launcher)."""
     return {
-        "argv": [sys.executable, "-m", "lectures_lib.tooling.sandbox_kernel", "launch",
+        # -P: Jupyter starts the launcher in the notebook's folder, whose files (a handed-in
+        # torch.py) must never be importable by this process, which runs with your rights
+        "argv": [sys.executable, "-P", "-m", "lectures_lib.tooling.sandbox_kernel", "launch",
                  "{connection_file}"],
         "display_name": "Python 3 (lectures sandbox)",
         "language": "python",
@@ -122,6 +129,7 @@ def launch_command(inner: Path, cwd: Path, limits: Limits | None = None) -> list
         "backend_inline", "--setenv", "MPLCONFIGDIR", "/tmp",
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--setenv", "OMP_NUM_THREADS", "1",
         "--setenv", "PATH", "/usr/bin:/bin",
+        *seal(),
         "--", str(_python()), "-m", "lectures_lib.tooling.sandbox_kernel", "inner",
         "/kernel/kernel.json", limits_json,
     ]
@@ -188,8 +196,11 @@ def _launch(connection_file: str) -> int:
         outer = f"tcp://{info['ip']}:{info[f'{channel}_port']}"
         threading.Thread(target=_relay, daemon=True, args=(
             context, channel, outer, f"ipc://{inner}/socket-{number}", identity)).start()
-    kernel = subprocess.Popen(launch_command(inner, Path.cwd()), stdin=subprocess.DEVNULL,
-                              env={})
+    limits = Limits()
+    group = cgroups.Group(processes=limits.processes, memory_bytes=limits.memory_bytes) \
+        if _group_problem() is None else None
+    kernel = subprocess.Popen(launch_command(inner, Path.cwd(), limits), stdin=subprocess.DEVNULL,
+                              env={}, preexec_fn=group.join if group is not None else None)
 
     def stop(signum, frame):
         kernel.kill()
@@ -197,6 +208,8 @@ def _launch(connection_file: str) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, lambda *a: None)  # interrupts come as messages
     code = kernel.wait()  # the relays (daemon threads) end with this process
+    if group is not None:
+        group.close()
     folder.cleanup()
     shutil.rmtree(inner, ignore_errors=True)
     return code

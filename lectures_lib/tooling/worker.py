@@ -137,10 +137,7 @@ class Worker:
         name = message["name"]
         if name not in self.namespace:
             return {"missing": True}
-        value = self.namespace[name]
-        if inspect.ismodule(value):
-            return {"module": value.__name__}
-        return self.reply_value(value)
+        return self.reply_value(self.namespace[name])  # a module too: a handle, never its name
 
     def op_call(self, message: dict) -> dict:
         target = self.object_of(message["handle"])

@@ -1,0 +1,202 @@
+"""Grading submissions without nbgrader: ``python -m lectures_lib grade SUBMISSION ...``.
+
+What a submission can and cannot do. Each submission is graded on its own:
+
+1. its assignment is the one named with ``--notebook``, else the one its exercises' ``grade_id``s
+   name (else its file name); a notebook whose ids name another assignment earns nothing for
+   this one (a solved 01 handed in as 05 gets 0 for 05);
+2. the code cells of its ``## Exercises`` section run in a **sandboxed worker process**
+   (:mod:`lectures_lib.tooling.sandbox`: bubblewrap, an unprivileged user, no network, a
+   read-only library whose ``checks`` hold no checker, reference or probe, a private scratch
+   folder, sized writable mounts, hard rlimits on address space, file size, CPU time and open
+   files, and a cgroup of its own whose ``pids.max`` and memory limit hold for root too; every
+   process it starts ends with it). Its own test cells never run;
+3. the **course's** test cells (hidden tests included) run here, in the grader, with the
+   course's checkers. The names they use that the course's own imports do not bind (the
+   student's function, training function or model) are stand-ins: calling one sends the probe's
+   tensors to the worker and brings back its answer as plain data (:mod:`lectures_lib.tooling.
+   wire`: ``torch.load(weights_only=True)``, never an unpickled object). The expected answers,
+   probes and verdict never enter the submission's process, so patching checkers, ``assert``,
+   builtins or IPython there, or reading frames, gains nothing. Nothing the submission names is
+   imported, run or looked up here (a module is a stand-in too), every answer is decoded under a
+   budget (:data:`~lectures_lib.tooling.sandbox.BUDGET`) and the call's deadline, and the
+   grader never imports from the folder it grades in (:func:`_safe_python`);
+4. an exercise's points are earned when its test cell ran here without an error; a checker that
+   reports a failure fails the cell's ``assert``. Written answers are listed with their maximum
+   points, to be graded by hand (with the start of the answer).
+
+A submission that cannot be read (not a plain file, over :data:`MAX_SUBMISSION_BYTES`),
+crashes, loops, sleeps, exits, floods its output or breaks the protocol gets a report like any
+other, each exercise failed and the reason in its message; the batch goes on. Each
+submission's grading process (the trusted side) has a memory limit of its own
+(:data:`GRADER_MEMORY` of data, ``RLIMIT_DATA``). Folders are graded in parallel (``--jobs``: each job is a trusted process that
+imports the grader once and forks a fresh grading process per submission, each with its own
+sandbox, so no state of one submission's grading reaches the next), with a progress bar on
+stderr. Reports are plain text: terminal control characters are removed.
+
+What it cannot see: a student who copies the public reference solution (the notebooks are in a
+public repository) writes correct code; exercises for credit need private variants. Where no
+sandbox can be made (no bubblewrap, user namespaces disabled) the command refuses to grade
+unless ``--no-sandbox`` is given: the verdict stays outside the submission's process, but its
+code then runs with the grader's rights (do that only in a throwaway container or VM). Run as
+root where no cgroup can be made, it refuses too (the kernel does not apply ``RLIMIT_NPROC`` to
+root, so nothing would limit a submission's processes) unless ``--root-without-cgroup``.
+
+The package's parts, by responsibility (each imports only those before it, no circle):
+``_report`` (tables, CSV, JSON, control characters removed), ``_collect`` (reading a submission,
+its assignment, which cells run before which test), ``_run`` (the course's test cells here,
+against the sandbox's stand-ins), ``_verdict`` (one submission's report), ``_batch`` (a class:
+zygotes, a forked grading process per submission, ``grade_paths``); this module holds the
+command line and the public names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+from ...utils import check_path
+from ..exercises import find_exercises  # noqa: F401 - the grader's view of an exercise
+from ._batch import (  # noqa: F401 - the grader's parts, by responsibility
+    GRADER_MEMORY,
+    _grade_one,
+    _limit_memory,
+    _one_parser,
+    _safe_python,
+    _Zygote,
+    _zygote_main,
+    grade_paths,
+    safe_sys_path,
+)
+from ._collect import (  # noqa: F401
+    COURSE_NOTEBOOKS,
+    DEFAULT_TIMEOUT,
+    MAX_SUBMISSION_BYTES,
+    SECRET_ENV,
+    read_submission,
+)
+from ._report import (  # noqa: F401
+    clean_text,
+    format_csv,
+    format_nbgrader_csv,
+    format_table,
+    to_json,
+)
+from ._run import SandboxRefused, _rule_broken, _run_test, _student_checks  # noqa: F401
+from ._verdict import grade_submission  # noqa: F401
+
+__all__ = ["DEFAULT_TIMEOUT", "SandboxRefused", "grade_submission", "grade_paths",
+           "format_table", "format_csv", "format_nbgrader_csv", "clean_text"]
+
+
+def use_secret(secret_file: Path | None) -> str:
+    """Put the instructor's grading secret where the grading processes read it; say which probes
+    this run uses. The secret stays in the grader's processes: the sandbox gets an empty
+    environment, so no submission can read it."""
+    from ...checks._base import secret_fingerprint
+
+    if secret_file is not None:
+        secret_file = check_path(secret_file, "secret_file")
+        data = secret_file.read_bytes()
+        if len(data.strip()) < 16:
+            raise ValueError(f"secret_file {secret_file} holds {len(data.strip())} bytes; use at "
+                             "least 16 random ones (head -c 32 /dev/urandom > FILE)")
+        os.environ[SECRET_ENV] = hashlib.sha256(b"lectures-secret:" + data).hexdigest()
+    fingerprint = secret_fingerprint()
+    if fingerprint is None:
+        return (f"probes: the public defaults (no --secret-file, no ${SECRET_ENV}); a student "
+                "can compute them from the package, so pass a secret when grading for credit")
+    return f"probes: drawn from the instructor's secret (fingerprint {fingerprint})"
+
+
+
+def _grade_main(args) -> int:
+    try:
+        note = use_secret(args.secret_file)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(note, file=sys.stderr)
+    try:
+        reports, any_folder = grade_paths(args.submissions, timeout=args.timeout,
+                                          course=args.course, notebook=args.notebook,
+                                          sandbox=not args.no_sandbox, jobs=args.jobs,
+                                          progress=not args.quiet,
+                                          allow_root_without_cgroup=args.root_without_cgroup)
+    except SandboxRefused as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except (TypeError, ValueError) as error:  # e.g. --timeout 0: the message says what is wrong
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not reports:
+        print("error: no submissions found", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        for report in reports:
+            print(to_json(report), flush=True)
+    elif args.format == "nbgrader-csv":
+        print(format_nbgrader_csv(reports), end="")
+    elif args.format == "csv" or (args.format is None and any_folder):
+        print(format_csv(reports), end="")
+    else:
+        print("\n\n".join(format_table(report) for report in reports))
+    return 0
+
+
+def _one_main(argv: list[str]) -> int:
+    """Internal: grade one submission in this (trusted) process, print its report as JSON."""
+    args = _one_parser("_one").parse_args(argv)
+    sys.stdout.write("\n" + to_json(_grade_one(args.submission, args)) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lectures_lib grade SUBMISSION ...`` (and the grader's internal ``_one``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    safe_sys_path()  # never import from the folder the grader was started in
+    if argv[:1] == ["_one"]:
+        return _one_main(argv[1:])
+    if argv[:1] == ["_zygote"]:
+        return _zygote_main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m lectures_lib grade",
+        description="Grade submitted notebooks against the course's hidden tests. Each "
+        "submission's exercise cells run in a sandbox (bubblewrap); the course's test cells run "
+        "in the grader and call the submission's functions across the process boundary. Prints "
+        "a per-exercise table, JSON lines (--format json), or a CSV gradebook (a folder, or "
+        "--format csv; --format nbgrader-csv: nbgrader's export shape).",
+    )
+    parser.add_argument("submissions", type=Path, nargs="+",
+                        help="submitted notebooks, or folders of them")
+    parser.add_argument("--notebook", default=None,
+                        help="the assignment, e.g. 05_transformer_decoder (default: recognised "
+                        "from each submission's exercise ids, else its file name)")
+    parser.add_argument("--course", type=Path, default=COURSE_NOTEBOOKS,
+                        help="the folder of the course's notebooks (default: notebooks/ of the "
+                        "clone; needed when lectures_lib is installed without the repository)")
+    parser.add_argument("--format", choices=["table", "json", "csv", "nbgrader-csv"],
+                        default=None, help="output (default: table; csv for a folder)")
+    parser.add_argument("--json", action="store_const", const="json", dest="format",
+                        help="the same as --format json")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help=f"seconds for each submission (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="submissions graded at once (default: the cores there are)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="grade even where no sandbox can be made (UNSAFE: the students' "
+                        "code runs with your rights; only in a throwaway container or VM)")
+    parser.add_argument("--root-without-cgroup", action="store_true",
+                        help="grade as root even where no cgroup can limit a submission's "
+                        "processes (the kernel does not apply RLIMIT_NPROC to root: a fork bomb "
+                        "then meets no limit; only in a throwaway container or VM)")
+    parser.add_argument("--secret-file", type=Path, default=None,
+                        help="a file only you hold (e.g. 32 random bytes: `head -c 32 "
+                        "/dev/urandom > secret`): every checker's probes and held-out data are "
+                        f"drawn from it (default: ${SECRET_ENV} if set, else the public probes, "
+                        "which students can compute from the package)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return _grade_main(parser.parse_args(argv))

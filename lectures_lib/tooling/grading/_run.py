@@ -1,0 +1,202 @@
+"""Running the course's test cells in the grader, against the submission's stand-ins (its code
+runs in the sandbox: :mod:`lectures_lib.tooling.sandbox`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from ..exercises import exercise_cells as _exercise_cells
+from ._collect import _plan
+from ._report import _short, clean_text
+
+
+class SandboxRefused(RuntimeError):
+    """No sandbox can be made here and ``sandbox=False`` (``--no-sandbox``) was not given."""
+
+
+# --------------------------------------------------------------------------------------------
+# Running the course's test cells here, against the submission's stand-ins
+# --------------------------------------------------------------------------------------------
+
+
+def _course_imports(course_nb) -> str:
+    """Every import statement of the course's exercise cells: what its test cells' names mean."""
+    statements = []
+    for index in _exercise_cells(course_nb):
+        try:
+            tree = ast.parse(course_nb.cells[index].source)
+        except SyntaxError:
+            continue
+        statements += [ast.unparse(node) for node in tree.body
+                       if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "\n".join(dict.fromkeys(statements))
+
+
+def _free_names(source: str) -> list[str]:
+    tree = ast.parse(source)
+    loaded, bound = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded.append(node.id) if isinstance(node.ctx, ast.Load) else bound.add(node.id))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            bound.add(node.name)
+    return [name for name in dict.fromkeys(loaded) if name not in bound]
+
+
+# With a rule to enforce, a solution may not reach names indirectly either.
+_INDIRECT = {"getattr", "setattr", "exec", "eval", "compile", "__import__", "importlib",
+             "globals", "vars", "locals", "__dict__", "_C", "__getattribute__"}
+
+
+def _rule_broken(sources: list[str], checks: list) -> str:
+    """The first place the exercise's solution breaks a rule its checkers state, or ''."""
+    from ..worker import _python_source
+
+    forbidden = [word for check in checks for word in getattr(check, "forbidden", ())]
+    limits = {k: v for check in checks for k, v in getattr(check, "positional_limit", {}).items()}
+    if not forbidden and not limits:
+        return ""
+    for source in sources:
+        try:
+            tree = ast.parse(_python_source(source))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            words = []
+            if isinstance(node, ast.Name):
+                words.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                words.append(node.attr)
+            elif isinstance(node, ast.keyword):
+                if node.arg is None:
+                    return ("it passes keyword arguments with ** (the exercise's rule forbids "
+                            f"{', '.join(map(repr, forbidden))}: pass them by name)")
+                words.append(node.arg)
+            elif isinstance(node, ast.alias):
+                words += [node.name, node.asname or ""]
+            elif isinstance(node, ast.Call):
+                called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+                    node.func, "id", "")
+                if called in limits and (len(node.args) > limits[called] or any(
+                        isinstance(arg, ast.Starred) for arg in node.args)):
+                    return (f"it passes {len(node.args)} positional arguments to {called} (at "
+                            f"most {limits[called]}: the next one is forbidden by the exercise)")
+            for word in words:
+                if word in forbidden:
+                    return f"it uses `{word}`, which the exercise forbids"
+                if word in _INDIRECT:
+                    return (f"it uses `{word}`: an exercise with a rule (no "
+                            f"{', '.join(map(repr, forbidden))}) is solved without reaching "
+                            "names indirectly")
+    return ""
+
+
+def _run_test(source: str, imports: str, session, solution: list[str] = ()) -> tuple[bool, str]:
+    """Run one course test cell here; (passed, message). The student's names are stand-ins;
+    ``solution`` is the exercise's source, held to the rules its checkers state."""
+    from ..sandbox import SandboxError
+
+    shown: list = []
+    namespace: dict = {"__name__": "__course_test__"}
+    exec(compile(imports, "<course imports>", "exec"), namespace)  # noqa: S102 - course code
+    namespace["display"] = lambda *objects, **_: shown.extend(objects)
+    checks = [value for value in namespace.values()  # the checkers this test cell calls
+              if hasattr(value, "forbidden") and getattr(value, "__name__", "?") in source]
+    broken = _rule_broken(list(solution), checks)
+    if broken:
+        return False, f"the solution breaks the exercise's rule: {broken}"
+    try:
+        for name in _free_names(source):
+            if name in namespace or hasattr(builtins, name):
+                continue
+            try:  # data, or a stand-in (a module too): nothing it names is imported here
+                namespace[name] = session.lookup(name)
+            except NameError:
+                continue  # the cell's NameError says it
+        exec(compile(source, "<course test cell>", "exec"), namespace)  # noqa: S102
+    except BaseException as error:  # an assert, a NameError, the sandbox's end, ...
+        failed = [str(item) for item in shown if getattr(item, "passed", True) is False]
+        if failed:  # the first check that failed says the most (e.g. "timed out")
+            return False, clean_text(failed[0])
+        if isinstance(error, SandboxError):
+            return False, str(error)
+        if isinstance(error, AssertionError):
+            return False, clean_text(str(error) or "an assert of the hidden tests failed")
+        return False, clean_text(f"{type(error).__name__}: {error}")
+    results = [str(item) for item in shown if hasattr(item, "passed")]
+    return True, results[0] if results else "hidden tests passed"
+
+
+_STUDENT_CHECKS: dict[str, Path] = {}
+
+
+def _student_checks() -> Path:
+    """The sandbox's stand-in for lectures_lib.checks, written once per grading process."""
+    if "path" not in _STUDENT_CHECKS:
+        from ..sandbox import student_checks
+
+        folder = tempfile.mkdtemp(prefix="lectures-student-checks-")
+        os.chmod(folder, 0o755)
+        _STUDENT_CHECKS["path"] = student_checks(Path(folder) / "checks")
+    return _STUDENT_CHECKS["path"]
+
+
+def _check_sandbox(sandbox: object, allow_root_without_cgroup: object = False) -> bool:
+    if not isinstance(sandbox, bool):
+        raise TypeError(f"sandbox must be a bool, got {type(sandbox).__name__} ({sandbox!r:.40})")
+    if not isinstance(allow_root_without_cgroup, bool):
+        raise TypeError("allow_root_without_cgroup must be a bool, got "
+                        f"{type(allow_root_without_cgroup).__name__}")
+    if sandbox:
+        from ..sandbox import sandbox_problem
+
+        problem = sandbox_problem(allow_root_without_cgroup)
+        if problem:
+            raise SandboxRefused(
+                f"refusing to grade without a sandbox: {problem}. Student code would run with "
+                "your rights and could read or change the course, the gradebook and the other "
+                "submissions. Install bubblewrap, or grade inside a throwaway container or VM "
+                "with --no-sandbox (sandbox=False)")
+    return sandbox
+
+
+def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> dict:
+    from ..sandbox import SandboxError, Session
+
+    cells, tests, missing = _plan(submission, course_nb, entries)
+    results = {grade_id: (False, reason) for grade_id, reason in missing.items()}
+    if not tests:
+        return results
+    imports = _course_imports(course_nb)
+    deadline = time.monotonic() + timeout
+    call_timeout = max(1.0, min(10.0, timeout / 10))
+    with Session(cells, _student_checks(), deadline=deadline, sandbox=sandbox,
+                 call_timeout=call_timeout) as session:
+        session.start()
+        cell_errors: list = []
+        for position, grade_id, source in tests:
+            try:
+                if session.dead_reason and time.monotonic() < deadline and session.ran:
+                    session.close()  # a call ran out of time: a fresh run for the next test
+                    session.start()
+                if session.ran < position or session.ran == 0:
+                    cell_errors += session.run_until(position)
+            except SandboxError as error:
+                results[grade_id] = (False, "not run: " + str(error))
+                report["error"] = report["error"] or _short(str(error))
+                continue
+            previous = max([p for p, _, _ in tests if p < position], default=0)
+            passed, message = _run_test(source, imports, session, cells[previous:position])
+            if not passed and cell_errors:
+                index, problem = cell_errors[0]
+                message += f" (cell {index + 1} of your exercises raised {problem})"
+            results[grade_id] = (passed, _short(message))
+    return results
