@@ -97,12 +97,35 @@ def _apply(operator: str, values: list[int]) -> int:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) // 2
 
 
-def listops_value(tree) -> int:
-    """The value of a tree (a digit, or ``(operator, [children])``), bottom up."""
+def _value(tree) -> int:
     if isinstance(tree, int):
         return tree
     operator, children = tree
-    return _apply(operator, [listops_value(child) for child in children])
+    return _apply(operator, [_value(child) for child in children])
+
+
+def _check_tree(tree, where: str = "tree") -> None:
+    if isinstance(tree, bool) or not isinstance(tree, (int, tuple)):
+        raise TypeError(f"{where} must be a digit (int) or a tuple (operator, [children]), got "
+                        f"{type(tree).__name__}")
+    if isinstance(tree, int):
+        if not 0 <= tree <= 9:
+            raise ValueError(f"{where} must be a digit 0 ... 9, got {tree}")
+        return
+    if len(tree) != 2 or tree[0] not in OPERATORS or not isinstance(tree[1], (list, tuple)):
+        raise ValueError(f"{where} must be (operator, [children]) with operator in {OPERATORS}, "
+                         f"got {tree!r:.80}")
+    if len(tree[1]) == 0:
+        raise ValueError(f"{where} must have at least one child, got {tree[0]} with none")
+    for index, child in enumerate(tree[1]):
+        _check_tree(child, f"{where}[1][{index}]")
+
+
+def listops_value(tree) -> int:
+    """The value of a tree (a digit, or ``(operator, [children])``), bottom up, e.g.
+    ``listops_value(("[SM", [9, ("[MAX", [1, 7])])) == 6``."""
+    _check_tree(tree)
+    return _value(tree)
 
 
 def _tokens(tree, out: list[int]) -> list[int]:
@@ -212,7 +235,7 @@ def listops_task(
         if len(row) < min_len:
             continue
         tokens[kept, : len(row)] = torch.tensor(row)
-        labels[kept] = listops_value(tree)
+        labels[kept] = _value(tree)
         kept += 1
     return tokens, tokens != PAD_ID, labels
 
