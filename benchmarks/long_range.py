@@ -10,7 +10,11 @@ changes. Each write keeps the rows that another process stored meanwhile under t
 so two processes with disjoint ``--only`` lists can share one JSON. A variant that raises is
 reported and skipped (nothing stored, so ``--resume`` retries it). ``--plot`` redraws the picture
 from the JSON (``--plot-only`` without training): numbered markers, the numbers listed beside.
-``--retime`` (with ``--resume`` and the stored settings) times a training step of every stored
+``--model-seeds 1 2`` (with the stored settings) trains every stored variant again with those
+seeds of the model and the batch order (the data stay those of ``--seed``), stored per (variant,
+seed) as ``seed_rows`` as each run finishes, skipping those already stored (resumable); the
+picture then shows the mean over the seeds and their min-max spread. ``--retime`` (with
+``--resume`` and the stored settings) times a training step of every stored
 variant again, all in one process, round-robin, so that the x axis compares like with like (each
 training run timed itself under whatever else the machine ran); the training run's own median is
 kept as ``training_steps_per_s``.
@@ -249,11 +253,15 @@ def retime(results: dict, args, train, vocab, n_labels, rounds: int = 3, steps: 
 
 def store(results: dict, path: Path) -> dict:
     """Write ``results`` to ``path``, keeping the rows another run (``--only`` in a second
-    process) stored there meanwhile under the same settings; returns what was written."""
+    process) stored there meanwhile under the same settings (seed 0's ``rows`` and the other
+    seeds' ``seed_rows``); returns what was written."""
     if path.exists():
         stored = json.loads(path.read_text())
         if stored.get("settings") == results["settings"]:
-            results = {**results, "rows": {**stored["rows"], **results["rows"]}}
+            seed_rows = {label: {**stored.get("seed_rows", {}).get(label, {}), **by_seed}
+                         for label, by_seed in results.get("seed_rows", {}).items()}
+            results = {**results, "rows": {**stored["rows"], **results["rows"]},
+                       "seed_rows": {**stored.get("seed_rows", {}), **seed_rows}}
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(results, indent=1) + "\n")
     temporary.replace(path)  # atomic: a reader never sees half a file
@@ -264,6 +272,13 @@ def settings_of(args) -> dict:
     keys = ("task", "seq_len", "n_train", "n_test", "steps", "batch_size", "lr", "schedule", "warmup",
             "d_model", "heads", "layers", "seed")
     return {key: getattr(args, key) for key in keys}
+
+
+def accuracies(results: dict, label: str) -> list[float]:
+    """Every stored seed's accuracy of ``label``: the ``rows`` run (model seed = ``--seed``),
+    then the ``--model-seeds`` runs (``seed_rows``, same data)."""
+    return [results["rows"][label]["accuracy"],
+            *(row["accuracy"] for row in results.get("seed_rows", {}).get(label, {}).values())]
 
 
 def plot(results: dict, path: Path) -> None:
@@ -280,12 +295,16 @@ def plot(results: dict, path: Path) -> None:
     fig, (ax, key) = plt.subplots(1, 2, figsize=(10, 5.5), gridspec_kw={"width_ratios": [2.3, 1]})
     biggest = max(row["peak_mib"] for row in rows.values())
     for number, (label, row) in enumerate(rows.items(), start=1):
-        x, y = row["steps_per_s"], row["accuracy"]
+        seen = accuracies(results, label)
+        x, y = row["steps_per_s"], sum(seen) / len(seen)  # the mean over the stored seeds
         ax.scatter(x, y, s=20 + 600 * row["peak_mib"] / biggest, color=colours[row["family"]],
                    alpha=0.45, edgecolors="black", linewidths=0.5)
+        if len(seen) > 1:  # the spread over seeds: min to max
+            ax.plot([x, x], [min(seen), max(seen)], color=colours[row["family"]], linewidth=1.2)
         ax.annotate(str(number), (x, y), fontsize=7, ha="center", va="center")
         key.text(0.0, 0.99 - 0.029 * (number - 1), f"{number:2d}  {label}: {y:.2f}, "
-                 f"{row['peak_mib']:.0f} MiB", color=colours[row["family"]], fontsize=7.5,
+                 f"{row['peak_mib']:.0f} MiB ({len(seen)} seed{'s' if len(seen) > 1 else ''})",
+                 color=colours[row["family"]], fontsize=7.5,
                  va="center", transform=key.transAxes)
     key.axis("off")
     for family, colour in colours.items():
@@ -299,7 +318,7 @@ def plot(results: dict, path: Path) -> None:
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{settings['task']} task, N = {settings['seq_len']}, {settings['layers']} layers, "
                  f"{settings['steps']} steps of {settings['batch_size']} "
-                 "(marker area ~ peak memory)", fontsize=9)
+                 "(marker area ~ peak memory; y = mean over seeds, line = min to max)", fontsize=9)
     handles, names = ax.get_legend_handles_labels()
     key.legend(handles, names, loc="lower left", fontsize=7, frameon=False)  # families, below the key
     fig.tight_layout()
@@ -365,6 +384,40 @@ def sweep(args) -> None:
                           flush=True)
 
 
+def more_seeds(args, results: dict, train, test, vocab, n_labels) -> None:
+    """Train every stored variant again with each of ``args.model_seeds`` (model initialisation
+    and batch order; the data of ``--seed``), one (variant, seed) at a time, seed by seed; each
+    row is stored as soon as it finishes (``seed_rows[label][seed]``), so a rerun resumes."""
+    from tqdm import tqdm
+
+    found = dict(discover())
+    todo = [(seed, label) for seed in args.model_seeds for label, row in results["rows"].items()
+            if row["cls"] in found and (not args.only or row["cls"] in args.only)
+            and row["cls"] not in args.skip
+            and str(seed) not in results.get("seed_rows", {}).get(label, {})]
+    progress = tqdm(todo, unit="run", mininterval=30, file=sys.stdout)
+    for seed, label in progress:
+        row = results["rows"][label]
+        progress.set_description(f"{label} / seed {seed}")
+        overrides = SETTINGS.get(row["cls"], (label, "other", {}))[2]
+        run_args = argparse.Namespace(**vars(args))
+        run_args.seed = seed
+        start = time.perf_counter()
+        try:
+            new = run_variant(factory_for(found[row["cls"]], args.seq_len, overrides), run_args,
+                              train, test, vocab, n_labels)
+        except Exception as error:  # noqa: BLE001 - one broken variant must not stop the others
+            tqdm.write(f"{label} / seed {seed}: failed: {type(error).__name__}: {error}")
+            continue
+        new["train_seconds"] = time.perf_counter() - start
+        results.setdefault("seed_rows", {}).setdefault(label, {})[str(seed)] = new
+        results.update(store(results, args.json))
+        seen = accuracies(results, label)
+        tqdm.write(f"{label} / seed {seed}: accuracy {new['accuracy']:.3f} ({len(seen)} seeds: "
+                   f"{min(seen):.3f} ... {max(seen):.3f}), {new['train_seconds']:.0f} s",
+                   file=sys.stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=("binding", "retrieval"), default="binding")
@@ -381,6 +434,10 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model-seeds", nargs="*", type=int, default=[],
+                        help="more seeds of the model and the batch order (the data stay those of "
+                             "--seed), stored as seed_rows beside the --seed rows; with --resume "
+                             "the (variant, seed) already stored are skipped")
     parser.add_argument("--only", nargs="*", help="class names to run (default: all found)")
     parser.add_argument("--skip", nargs="*", default=[], help="class names not to run")
     parser.add_argument("--json", type=Path, default=HERE / "long_range.json")
@@ -397,6 +454,7 @@ def main() -> None:
     parser.add_argument("--variants", nargs="*", choices=list(SWEEP_VARIANTS),
                         help="sweep only these (default: all four)")
     args = parser.parse_args()
+    torch.set_num_threads(1)  # one thread per process: the timings and the shared machine
     if args.sweep:
         sweep(args)
         return
@@ -406,7 +464,7 @@ def main() -> None:
         return
     settings = settings_of(args)
     results = {"settings": settings, "rows": {}}
-    if args.resume and args.json.exists():
+    if (args.resume or args.model_seeds) and args.json.exists():
         stored = json.loads(args.json.read_text())
         if stored.get("settings") == settings:
             results = stored
@@ -427,6 +485,11 @@ def main() -> None:
     print(f"# {args.task}, seq_len={args.seq_len}, d_model={args.d_model}, {args.heads} heads, "
           f"{args.layers} layers, {args.steps} steps of {args.batch_size}, lr={args.lr} "
           f"({args.schedule}, warm-up {args.warmup}); {results['environment']}; chance 0.25")
+    if args.model_seeds:
+        more_seeds(args, results, train, test, vocab, n_labels)
+        if args.plot:
+            plot(results, args.plot)
+        return
     print("| attention | family | accuracy | steps / s | peak memory (MiB) |")
     print("|---|---|---:|---:|---:|")
     for name, cls in discover():
