@@ -130,16 +130,41 @@ SETTINGS = {
     "DenseSynthesizerAttention": ("Synthesizer (dense)", "no q.k", {}),
     "RandomSynthesizerAttention": ("Synthesizer (random)", "no q.k", {}),
     "FourierMixing": ("FNet (Fourier)", "no attention", {}),
+    "LongformerOnQuery": ("Longformer (global on the query)", "human knowledge", {}),
+    "BigBirdOnQuery": ("Big Bird (global on the query)", "human knowledge", {}),
 }
 
 
-def discover() -> list[tuple[str, type]]:
+class LongformerOnQuery(variants.LongformerAttention):
+    """Longformer with its global token on the query (the last position), as Longformer's paper
+    puts global attention on the question tokens (QA) or on ``[CLS]``; the registry's class
+    keeps its default (position 0). Runs only when named (``--only LongformerOnQuery``)."""
+
+    def __init__(self, d_model, num_heads, dropout=0.0, *, seq_len: int, **options):
+        super().__init__(d_model, num_heads, dropout, global_positions=(seq_len - 1,), **options)
+
+
+class BigBirdOnQuery(variants.BigBirdAttention):
+    """Big Bird with its global token on the query (the last position); see LongformerOnQuery."""
+
+    def __init__(self, d_model, num_heads, dropout=0.0, *, seq_len: int, **options):
+        super().__init__(d_model, num_heads, dropout, global_positions=(seq_len - 1,), **options)
+
+
+#: Configurations run only when named by ``--only`` (kept out of the default picture, whose rows
+#: are one per registered class): the binding task's query is its last position.
+EXTRA = {"LongformerOnQuery": LongformerOnQuery, "BigBirdOnQuery": BigBirdOnQuery}
+
+
+def discover(extra: dict | None = None) -> list[tuple[str, type]]:
     """``(class name, class)`` for full attention (both paths) and every class of the registries
     ``variants.VARIANTS`` and ``variants.ATTENTION_FREE``, in ``SETTINGS`` order; a class listed
-    there and not here runs too, under its class name, family "other"."""
+    there and not here runs too, under its class name, family "other". ``extra``: more
+    ``{name: class}`` (e.g. :data:`EXTRA`), after them."""
     found = {"MultiHeadAttention": MultiHeadAttention, "ExplicitFullAttention": ExplicitFullAttention}
     for cls in (*variants.VARIANTS, *variants.ATTENTION_FREE):
         found[cls.__name__] = cls
+    found.update(extra or {})
     order = [name for name in SETTINGS if name in found] + [name for name in found if name not in SETTINGS]
     return [(name, found[name]) for name in order]
 
@@ -225,7 +250,7 @@ def retime(results: dict, args, train, vocab, n_labels, rounds: int = 3, steps: 
     warm-up step), so a change of load hits every variant alike; the median of all of them. The
     models are at their initial weights: for LSH and nearest-centroid Routing, whose cost depends
     on how balanced their clusters are, the training run's median is kept beside it."""
-    found = dict(discover())
+    found = dict(discover(EXTRA))
     models = {}
     for label, row in results["rows"].items():
         overrides = SETTINGS.get(row["cls"], (label, "other", {}))[2]
@@ -379,7 +404,9 @@ def sweep(args) -> None:
                                       train, test, vocab, n_labels)
                     rows.append({"task": task, "variant": label, "seq_len": seq_len,
                                  "seed": seed, "accuracy": row["accuracy"]})
-                    path.write_text(json.dumps(results, indent=1) + "\n")
+                    temporary = path.with_suffix(".tmp")
+                    temporary.write_text(json.dumps(results, indent=1) + "\n")
+                    temporary.replace(path)  # atomic: an interrupted run keeps the file whole
                     print(f"{task} N={seq_len} {label} seed {seed}: {row['accuracy']:.3f}",
                           flush=True)
 
@@ -390,7 +417,7 @@ def more_seeds(args, results: dict, train, test, vocab, n_labels) -> None:
     row is stored as soon as it finishes (``seed_rows[label][seed]``), so a rerun resumes."""
     from tqdm import tqdm
 
-    found = dict(discover())
+    found = dict(discover(EXTRA))
     todo = [(seed, label) for seed in args.model_seeds for label, row in results["rows"].items()
             if row["cls"] in found and (not args.only or row["cls"] in args.only)
             and row["cls"] not in args.skip
@@ -492,7 +519,8 @@ def main() -> None:
         return
     print("| attention | family | accuracy | steps / s | peak memory (MiB) |")
     print("|---|---|---:|---:|---:|")
-    for name, cls in discover():
+    named = {name: cls for name, cls in EXTRA.items() if args.only and name in args.only}
+    for name, cls in discover(named):
         if (args.only and name not in args.only) or name in args.skip:
             continue
         label, family, overrides = SETTINGS.get(name, (name, "other", {}))
