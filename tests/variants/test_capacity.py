@@ -9,6 +9,9 @@ Two analyses behind issue 31's "each variant at chance has its reason shown":
   cell is dropped by Reformer's self rule). On 06's lookup (each letter occurs many times) that
   caps the weight on the definition; ``benchmarks/reformer_lookup.py`` trains it (shared-QK *full*
   attention trains as poorly as Reformer's chunks; LSH with separate keys solves it).
+* **Reformer's chunks and the query at the end.** Sorted by (bucket, position), the binding
+  task's query (position N - 1) is the last of its bucket and reads its chunk and the previous one:
+  of a bucket larger than two chunks it never sees the earliest members (the first half).
 * **The information path on the binding task** (``lectures_lib.data.binding_task``, the N = 512
   picture): which first-half positions (where the true pairs sit) the query at N - 1 can depend
   on after 1 or 2 layers of each pattern, from the module's own masks and
@@ -28,6 +31,7 @@ from lectures_lib.variants import (
     local_mask,
     receptive_field,
 )
+from lectures_lib.variants.chunked import lsh_chunk_mask
 
 # ---------------------------------------------------------------------------------------------
 # Shared QK: a token's duplicates outrank every other key
@@ -138,3 +142,22 @@ def test_big_bird_relays_are_the_global_token_and_a_few_random_links():
     reached = _reach(no_global, 2)[: N // 2].float().mean()
     assert 0 < reached < 0.5, \
         "the random links alone reach part of the first half: the rest only through the global token"
+
+
+def test_reformer_chunks_cut_the_last_query_off_from_the_start_of_a_big_bucket():
+    # Sorted by (bucket, position), the query at N - 1 is the last member of its bucket, and its
+    # chunk reads only itself and the previous chunk: of a bucket larger than two chunks it sees
+    # the latest members, never the earliest (the first half, where the true pairs sit).
+    chunk = 32
+    for bucket_size in (16, 48, 64, 128, 512):
+        buckets = torch.arange(N) * (N // bucket_size) // N  # equal buckets of consecutive positions
+        buckets = buckets.reshape(1, N)[:, torch.randperm(N, generator=torch.Generator().manual_seed(0))]
+        same = buckets[0] == buckets[0, N - 1]  # the query's bucket
+        kept = lsh_chunk_mask(buckets, chunk)[N - 1]  # (N,) what the query's chunks read
+        seen = (kept & same).sum().item()
+        assert seen <= 2 * chunk, "at most its chunk and the one before it (itself included)"
+        if bucket_size <= chunk:
+            assert bool(kept[same].all()), "a bucket that fits in a chunk is read whole"
+        members = same.nonzero()[:, 0]
+        earliest = members[: bucket_size - 2 * chunk] if bucket_size > 2 * chunk else members[:0]
+        assert not bool(kept[earliest].any()), "the bucket's earliest members are out of reach"
