@@ -1,6 +1,6 @@
 """Capacity, not optimisation: what a variant's construction allows, computed from the module.
 
-Two analyses behind issue 31's "each variant at chance has its reason shown":
+Three analyses behind issue 31's "each variant at chance has its reason shown":
 
 * **Reformer's shared QK.** With keys :math:`k_j = q_j / \\lVert q_j \\rVert`, Cauchy-Schwarz
   gives :math:`q_i \\cdot k_j \\le \\lVert q_i \\rVert`, with equality for every key whose query is
