@@ -339,11 +339,11 @@ def plot(results: dict, path: Path) -> None:
     together = all(row.get("timed") for row in rows.values())  # --retime: one process, one load
     ax.set_xlabel("training steps per second (log scale; higher = faster"
                   + ("; all timed together, one thread)" if together else ")"))
-    ax.set_ylabel("held-out accuracy")
+    ax.set_ylabel("held-out accuracy (mean over seeds; line: min to max)")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{settings['task']} task, N = {settings['seq_len']}, {settings['layers']} layers, "
                  f"{settings['steps']} steps of {settings['batch_size']} "
-                 "(marker area ~ peak memory; y = mean over seeds, line = min to max)", fontsize=9)
+                 "(marker area ~ peak memory)", fontsize=9)
     handles, names = ax.get_legend_handles_labels()
     key.legend(handles, names, loc="lower left", fontsize=7, frameon=False)  # families, below the key
     fig.tight_layout()
