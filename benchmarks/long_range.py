@@ -10,7 +10,11 @@ changes. Each write keeps the rows that another process stored meanwhile under t
 so two processes with disjoint ``--only`` lists can share one JSON. A variant that raises is
 reported and skipped (nothing stored, so ``--resume`` retries it). ``--plot`` redraws the picture
 from the JSON (``--plot-only`` without training): numbered markers, the numbers listed beside.
-``--retime`` (with ``--resume`` and the stored settings) times a training step of every stored
+``--model-seeds 1 2`` (with the stored settings) trains every stored variant again with those
+seeds of the model and the batch order (the data stay those of ``--seed``), stored per (variant,
+seed) as ``seed_rows`` as each run finishes, skipping those already stored (resumable); the
+picture then shows the mean over the seeds and their min-max spread. ``--retime`` (with
+``--resume`` and the stored settings) times a training step of every stored
 variant again, all in one process, round-robin, so that the x axis compares like with like (each
 training run timed itself under whatever else the machine ran); the training run's own median is
 kept as ``training_steps_per_s``.
@@ -126,16 +130,41 @@ SETTINGS = {
     "DenseSynthesizerAttention": ("Synthesizer (dense)", "no q.k", {}),
     "RandomSynthesizerAttention": ("Synthesizer (random)", "no q.k", {}),
     "FourierMixing": ("FNet (Fourier)", "no attention", {}),
+    "LongformerOnQuery": ("Longformer (global on the query)", "human knowledge", {}),
+    "BigBirdOnQuery": ("Big Bird (global on the query)", "human knowledge", {}),
 }
 
 
-def discover() -> list[tuple[str, type]]:
+class LongformerOnQuery(variants.LongformerAttention):
+    """Longformer with its global token on the query (the last position), as Longformer's paper
+    puts global attention on the question tokens (QA) or on ``[CLS]``; the registry's class
+    keeps its default (position 0). Runs only when named (``--only LongformerOnQuery``)."""
+
+    def __init__(self, d_model, num_heads, dropout=0.0, *, seq_len: int, **options):
+        super().__init__(d_model, num_heads, dropout, global_positions=(seq_len - 1,), **options)
+
+
+class BigBirdOnQuery(variants.BigBirdAttention):
+    """Big Bird with its global token on the query (the last position); see LongformerOnQuery."""
+
+    def __init__(self, d_model, num_heads, dropout=0.0, *, seq_len: int, **options):
+        super().__init__(d_model, num_heads, dropout, global_positions=(seq_len - 1,), **options)
+
+
+#: Configurations run only when named by ``--only`` (kept out of the default picture, whose rows
+#: are one per registered class): the binding task's query is its last position.
+EXTRA = {"LongformerOnQuery": LongformerOnQuery, "BigBirdOnQuery": BigBirdOnQuery}
+
+
+def discover(extra: dict | None = None) -> list[tuple[str, type]]:
     """``(class name, class)`` for full attention (both paths) and every class of the registries
     ``variants.VARIANTS`` and ``variants.ATTENTION_FREE``, in ``SETTINGS`` order; a class listed
-    there and not here runs too, under its class name, family "other"."""
+    there and not here runs too, under its class name, family "other". ``extra``: more
+    ``{name: class}`` (e.g. :data:`EXTRA`), after them."""
     found = {"MultiHeadAttention": MultiHeadAttention, "ExplicitFullAttention": ExplicitFullAttention}
     for cls in (*variants.VARIANTS, *variants.ATTENTION_FREE):
         found[cls.__name__] = cls
+    found.update(extra or {})
     order = [name for name in SETTINGS if name in found] + [name for name in found if name not in SETTINGS]
     return [(name, found[name]) for name in order]
 
@@ -221,7 +250,7 @@ def retime(results: dict, args, train, vocab, n_labels, rounds: int = 3, steps: 
     warm-up step), so a change of load hits every variant alike; the median of all of them. The
     models are at their initial weights: for LSH and nearest-centroid Routing, whose cost depends
     on how balanced their clusters are, the training run's median is kept beside it."""
-    found = dict(discover())
+    found = dict(discover(EXTRA))
     models = {}
     for label, row in results["rows"].items():
         overrides = SETTINGS.get(row["cls"], (label, "other", {}))[2]
@@ -249,11 +278,15 @@ def retime(results: dict, args, train, vocab, n_labels, rounds: int = 3, steps: 
 
 def store(results: dict, path: Path) -> dict:
     """Write ``results`` to ``path``, keeping the rows another run (``--only`` in a second
-    process) stored there meanwhile under the same settings; returns what was written."""
+    process) stored there meanwhile under the same settings (seed 0's ``rows`` and the other
+    seeds' ``seed_rows``); returns what was written."""
     if path.exists():
         stored = json.loads(path.read_text())
         if stored.get("settings") == results["settings"]:
-            results = {**results, "rows": {**stored["rows"], **results["rows"]}}
+            seed_rows = {label: {**stored.get("seed_rows", {}).get(label, {}), **by_seed}
+                         for label, by_seed in results.get("seed_rows", {}).items()}
+            results = {**results, "rows": {**stored["rows"], **results["rows"]},
+                       "seed_rows": {**stored.get("seed_rows", {}), **seed_rows}}
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(results, indent=1) + "\n")
     temporary.replace(path)  # atomic: a reader never sees half a file
@@ -264,6 +297,13 @@ def settings_of(args) -> dict:
     keys = ("task", "seq_len", "n_train", "n_test", "steps", "batch_size", "lr", "schedule", "warmup",
             "d_model", "heads", "layers", "seed")
     return {key: getattr(args, key) for key in keys}
+
+
+def accuracies(results: dict, label: str) -> list[float]:
+    """Every stored seed's accuracy of ``label``: the ``rows`` run (model seed = ``--seed``),
+    then the ``--model-seeds`` runs (``seed_rows``, same data)."""
+    return [results["rows"][label]["accuracy"],
+            *(row["accuracy"] for row in results.get("seed_rows", {}).get(label, {}).values())]
 
 
 def plot(results: dict, path: Path) -> None:
@@ -280,12 +320,16 @@ def plot(results: dict, path: Path) -> None:
     fig, (ax, key) = plt.subplots(1, 2, figsize=(10, 5.5), gridspec_kw={"width_ratios": [2.3, 1]})
     biggest = max(row["peak_mib"] for row in rows.values())
     for number, (label, row) in enumerate(rows.items(), start=1):
-        x, y = row["steps_per_s"], row["accuracy"]
+        seen = accuracies(results, label)
+        x, y = row["steps_per_s"], sum(seen) / len(seen)  # the mean over the stored seeds
         ax.scatter(x, y, s=20 + 600 * row["peak_mib"] / biggest, color=colours[row["family"]],
                    alpha=0.45, edgecolors="black", linewidths=0.5)
+        if len(seen) > 1:  # the spread over seeds: min to max
+            ax.plot([x, x], [min(seen), max(seen)], color=colours[row["family"]], linewidth=1.2)
         ax.annotate(str(number), (x, y), fontsize=7, ha="center", va="center")
         key.text(0.0, 0.99 - 0.029 * (number - 1), f"{number:2d}  {label}: {y:.2f}, "
-                 f"{row['peak_mib']:.0f} MiB", color=colours[row["family"]], fontsize=7.5,
+                 f"{row['peak_mib']:.0f} MiB ({len(seen)} seed{'s' if len(seen) > 1 else ''})",
+                 color=colours[row["family"]], fontsize=7.5,
                  va="center", transform=key.transAxes)
     key.axis("off")
     for family, colour in colours.items():
@@ -295,7 +339,7 @@ def plot(results: dict, path: Path) -> None:
     together = all(row.get("timed") for row in rows.values())  # --retime: one process, one load
     ax.set_xlabel("training steps per second (log scale; higher = faster"
                   + ("; all timed together, one thread)" if together else ")"))
-    ax.set_ylabel("held-out accuracy")
+    ax.set_ylabel("held-out accuracy (mean over seeds; line: min to max)")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{settings['task']} task, N = {settings['seq_len']}, {settings['layers']} layers, "
                  f"{settings['steps']} steps of {settings['batch_size']} "
@@ -360,9 +404,45 @@ def sweep(args) -> None:
                                       train, test, vocab, n_labels)
                     rows.append({"task": task, "variant": label, "seq_len": seq_len,
                                  "seed": seed, "accuracy": row["accuracy"]})
-                    path.write_text(json.dumps(results, indent=1) + "\n")
+                    temporary = path.with_suffix(".tmp")
+                    temporary.write_text(json.dumps(results, indent=1) + "\n")
+                    temporary.replace(path)  # atomic: an interrupted run keeps the file whole
                     print(f"{task} N={seq_len} {label} seed {seed}: {row['accuracy']:.3f}",
                           flush=True)
+
+
+def more_seeds(args, results: dict, train, test, vocab, n_labels) -> None:
+    """Train every stored variant again with each of ``args.model_seeds`` (model initialisation
+    and batch order; the data of ``--seed``), one (variant, seed) at a time, seed by seed; each
+    row is stored as soon as it finishes (``seed_rows[label][seed]``), so a rerun resumes."""
+    from tqdm import tqdm
+
+    found = dict(discover(EXTRA))
+    todo = [(seed, label) for seed in args.model_seeds for label, row in results["rows"].items()
+            if row["cls"] in found and (not args.only or row["cls"] in args.only)
+            and row["cls"] not in args.skip
+            and str(seed) not in results.get("seed_rows", {}).get(label, {})]
+    progress = tqdm(todo, unit="run", mininterval=30, file=sys.stdout)
+    for seed, label in progress:
+        row = results["rows"][label]
+        progress.set_description(f"{label} / seed {seed}")
+        overrides = SETTINGS.get(row["cls"], (label, "other", {}))[2]
+        run_args = argparse.Namespace(**vars(args))
+        run_args.seed = seed
+        start = time.perf_counter()
+        try:
+            new = run_variant(factory_for(found[row["cls"]], args.seq_len, overrides), run_args,
+                              train, test, vocab, n_labels)
+        except Exception as error:  # noqa: BLE001 - one broken variant must not stop the others
+            tqdm.write(f"{label} / seed {seed}: failed: {type(error).__name__}: {error}")
+            continue
+        new["train_seconds"] = time.perf_counter() - start
+        results.setdefault("seed_rows", {}).setdefault(label, {})[str(seed)] = new
+        results.update(store(results, args.json))
+        seen = accuracies(results, label)
+        tqdm.write(f"{label} / seed {seed}: accuracy {new['accuracy']:.3f} ({len(seen)} seeds: "
+                   f"{min(seen):.3f} ... {max(seen):.3f}), {new['train_seconds']:.0f} s",
+                   file=sys.stdout)
 
 
 def main() -> None:
@@ -381,6 +461,10 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model-seeds", nargs="*", type=int, default=[],
+                        help="more seeds of the model and the batch order (the data stay those of "
+                             "--seed), stored as seed_rows beside the --seed rows; with --resume "
+                             "the (variant, seed) already stored are skipped")
     parser.add_argument("--only", nargs="*", help="class names to run (default: all found)")
     parser.add_argument("--skip", nargs="*", default=[], help="class names not to run")
     parser.add_argument("--json", type=Path, default=HERE / "long_range.json")
@@ -397,6 +481,7 @@ def main() -> None:
     parser.add_argument("--variants", nargs="*", choices=list(SWEEP_VARIANTS),
                         help="sweep only these (default: all four)")
     args = parser.parse_args()
+    torch.set_num_threads(1)  # one thread per process: the timings and the shared machine
     if args.sweep:
         sweep(args)
         return
@@ -406,7 +491,7 @@ def main() -> None:
         return
     settings = settings_of(args)
     results = {"settings": settings, "rows": {}}
-    if args.resume and args.json.exists():
+    if (args.resume or args.model_seeds) and args.json.exists():
         stored = json.loads(args.json.read_text())
         if stored.get("settings") == settings:
             results = stored
@@ -427,9 +512,15 @@ def main() -> None:
     print(f"# {args.task}, seq_len={args.seq_len}, d_model={args.d_model}, {args.heads} heads, "
           f"{args.layers} layers, {args.steps} steps of {args.batch_size}, lr={args.lr} "
           f"({args.schedule}, warm-up {args.warmup}); {results['environment']}; chance 0.25")
+    if args.model_seeds:
+        more_seeds(args, results, train, test, vocab, n_labels)
+        if args.plot:
+            plot(results, args.plot)
+        return
     print("| attention | family | accuracy | steps / s | peak memory (MiB) |")
     print("|---|---|---:|---:|---:|")
-    for name, cls in discover():
+    named = {name: cls for name, cls in EXTRA.items() if args.only and name in args.only}
+    for name, cls in discover(named):
         if (args.only and name not in args.only) or name in args.skip:
             continue
         label, family, overrides = SETTINGS.get(name, (name, "other", {}))

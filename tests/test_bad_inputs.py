@@ -48,6 +48,7 @@ from lectures_lib import (
 from lectures_lib.data import (
     binding,
     labelling,
+    listops,
     long_range,
     ordering,
     relations,
@@ -509,6 +510,16 @@ ROWS: list[Row] = [
     R(sinkhorn.SinkhornAttention, "temperature = nan", lambda: sinkhorn.SinkhornAttention(8, 2, temperature=NAN), ValueError, "temperature must be a finite number > 0"),
     R(sinkhorn.SinkhornAttention, "block_size = 0", lambda: sinkhorn.SinkhornAttention(8, 2, block_size=0), ValueError, "block_size must be >= 1"),
     R(sinkhorn.SinkhornAttention, "causal mask", lambda: sinkhorn.SinkhornAttention(8, 2, block_size=2)(*qkv(d=8), masks.causal_mask(4)[None, None]), ValueError, "can only honour key padding"),
+    # issue 31: ListOps
+    R(listops.listops_task, "min_len > max_len", lambda: listops.listops_task(4, 64, min_len=65), ValueError, "min_len must be <= max_len=64, got min_len=65"),
+    R(listops.listops_task, "max_len below the shortest expression", lambda: listops.listops_task(4, 3), ValueError, "max_len must be >= 4"),
+    R(listops.listops_task, "max_args = 1", lambda: listops.listops_task(4, 64, max_args=1), ValueError, "max_args must be >= 2"),
+    R(listops.listops_task, "float n_examples", lambda: listops.listops_task(4.0, 64), TypeError, "n_examples must be an int"),
+    R(listops.listops_encode, "unknown token", lambda: listops.listops_encode("[MAX 1 x ]"), ValueError, "expression must use the tokens"),
+    R(listops.listops_decode, "id out of range", lambda: listops.listops_decode([3, 99]), ValueError, "ids must be ints in 0 ... 15"),
+    R(listops.listops_value, "digit 12", lambda: listops.listops_value(("[MAX", [1, 12])), ValueError, "tree[1][1] must be a digit 0 ... 9, got 12"),
+    R(listops.listops_value, "unknown operator", lambda: listops.listops_value(("[PROD", [1, 2])), ValueError, "operator in"),
+    R(listops.listops_class_shares, "float labels", lambda: listops.listops_class_shares(torch.zeros(3)), TypeError, "labels must be an int64 tensor"),
     # issue 20: the binding task, the content-blind baseline, FNet, Efficient Attention
     R(binding.binding_task, "seq_len too short", lambda: binding.binding_task(4, 20), ValueError, "seq_len must hold 4 true pairs"),
     R(binding.binding_task, "n_values = 1", lambda: binding.binding_task(4, 32, n_values=1), ValueError, "n_values must be >= 2"),
@@ -692,6 +703,7 @@ ROWS += [
 NO_ROW: dict[str, str] = {
     "lectures_lib.data.digits.DigitsSplit": "a NamedTuple of two tensors that digits_splits returns",
     "lectures_lib.data.digits.load_digit_images": "takes no argument",
+    "lectures_lib.data.listops.listops_vocab_size": "takes no argument",
     "lectures_lib.fonts.find_cjk_font": "takes no argument",
     "lectures_lib.fonts.use_cjk_font": "takes no argument",
     "lectures_lib.cache.KeyValueCache": "a container the decoder fills step by step; it holds "

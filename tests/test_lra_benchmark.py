@@ -1,0 +1,52 @@
+"""The ListOps benchmark's comparison with the LRA (``benchmarks/listops.py``): ranks, Spearman's
+rho and the per-variant summary the README and 07 read. Runs from a checkout (the benchmarks are
+not part of the wheel); scipy, where installed, is the reference for rho."""
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+if not (BENCHMARKS / "listops.py").exists():  # an installed wheel without the checkout
+    pytest.skip("benchmarks/ is not here (a checkout is needed)", allow_module_level=True)
+sys.path.insert(0, str(BENCHMARKS))
+import listops  # noqa: E402
+
+
+def test_ranks_average_ties():
+    assert listops.ranks([0.3, 0.1, 0.3, 0.2]) == [3.5, 1.0, 3.5, 2.0]
+
+
+def test_spearman_against_scipy():
+    stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
+    rng = random.Random(0)
+    for _ in range(100):
+        n = rng.randint(3, 12)
+        x = [rng.choice([0.1, 0.2, rng.random()]) for _ in range(n)]
+        y = [rng.random() for _ in range(n)]
+        if len(set(x)) > 1:
+            assert listops.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    assert listops.spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="same length"):
+        listops.spearman([1, 2], [1])
+
+
+def test_summary_compares_mapped_variants_only():
+    rows = {}
+    for cls, accuracies in {"MultiHeadAttention": [0.75, 0.25], "LocalAttention": [0.125, 0.125],
+                            "PerformerAttention": [0.5, 0.5], "FourierMixing": [0.9, 0.9]}.items():
+        for seed, accuracy in enumerate(accuracies):
+            rows[f"{cls} / seed {seed}"] = {"cls": cls, "label": cls, "family": "f",
+                                            "accuracy": accuracy}
+    info = listops.summary({"rows": rows})
+    assert info["per_variant"]["MultiHeadAttention"] == {
+        "label": "MultiHeadAttention", "family": "f", "seeds": 2, "mean": 0.5, "min": 0.25,
+        "max": 0.75}
+    assert {cls for _, cls in info["mapped"]} == {"MultiHeadAttention", "LocalAttention",
+                                                  "PerformerAttention"}, "FNet has no LRA row"
+    # ours: Local < full = Performer (0.5 each, a tie); LRA: Local 15.82 < Performer 18.01 < Transformer
+    expected = listops.spearman([0.5, 0.125, 0.5], [36.37, 15.82, 18.01])
+    assert expected == pytest.approx(0.8660254037844387), "ranks (2.5, 1, 2.5) against (3, 1, 2)"
+    assert info["spearman_rho"] == pytest.approx(expected)
