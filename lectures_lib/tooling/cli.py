@@ -13,8 +13,9 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib source SRC OUT    nbgrader's source notebooks (solutions + metadata)
     python -m lectures_lib grade SUB ...     grade submissions (--help: sandbox, --notebook, ...)
     python -m lectures_lib sandbox-kernelspec --install   nbgrader's kernels in the sandbox
+    python -m lectures_lib copy DIR [--student] [--lang zh-CN]   the course into any folder
 
-`release`, `source` and `grade --course FOLDER` work from an installed package; the others work
+`copy`, `release`, `source` and `grade --course FOLDER` work from an installed package; the others work
 on a clone of the repository (the notebooks, tests and README) and say so when there is none.
 """
 
@@ -31,6 +32,8 @@ TEST_PARTS = ("lint", "unit", "nbval")
 # Commands with their own option parsers: everything after the name is handed over untouched.
 _DELEGATED = {
     "lab": ("lab", "start JupyterLab (--help for its options)"),
+    "copy": ("course", "write the course from the installed package into a folder (DIR "
+             "[--student] [--lang en|zh-CN|zh-TW] [--force])"),
     "release": ("exercises", "write student versions: solutions replaced, hidden tests removed"),
     "source": ("exercises", "write the notebooks with solutions and nbgrader metadata"),
     "grade": ("grading", "grade submitted notebooks (--help for its options)"),
@@ -71,6 +74,8 @@ def _delegate(command: str, rest: list[str]) -> int:
         from .exercises import main as run
 
         return run([command, *rest])
+    elif module == "course":
+        from .course import main as run
     elif module == "sandbox_kernel":
         from .sandbox_kernel import main as run
     else:
