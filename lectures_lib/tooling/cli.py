@@ -16,7 +16,7 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib copy DIR [--student] [--lang zh-CN]   the course into any folder
     python -m lectures_lib hub CLASS.csv --dir HUBDIR   JupyterHub for a class (as root)
 
-`copy`, `release`, `source` and `grade --course FOLDER` work from an installed package; the others work
+`copy`, `hub`, `release`, `source` and `grade --course FOLDER` work from an installed package; the others work
 on a clone of the repository (the notebooks, tests and README) and say so when there is none.
 """
 

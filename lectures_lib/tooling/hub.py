@@ -280,7 +280,9 @@ def submit(hub_dir: Path, username: str) -> list[str]:
     notebooks = json.loads(result.stdout)  # plain data: names and texts, each parsed below
     if not isinstance(notebooks, dict) or not notebooks:
         raise RuntimeError(f"no notebooks to submit in {folder}")
-    target = Path(hub_dir) / "exchange" / username / time.strftime("%Y%m%dT%H%M%S")
+    # sorted by name = by time; the suffix keeps two submissions in one second apart
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    target = Path(hub_dir) / "exchange" / username / stamp
     parsed = {}
     for name, text in notebooks.items():
         if not (isinstance(name, str) and isinstance(text, str) and re.fullmatch(
