@@ -51,7 +51,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_INDEX) --upgrade pip
 	$(if $(TORCH_INDEX),$(BIN)/python -m pip install '$(TORCH_SPEC)' --index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install $(PIP_INDEX) --progress-bar on -e '.[dev,grading]'
+	$(BIN)/python -m pip install $(PIP_INDEX) --progress-bar on -e '.[dev,grading,class]'
 	@touch $(STAMP)
 	@echo "== Installed. Next: make lab-student (your copies) or make lab (the instructor's notebooks)."
 
@@ -111,3 +111,24 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info  # student/ is kept: your work
+
+# --- A class on JupyterHub (issue 30; README "A class on JupyterHub") ---------------------------
+# CLASS=class.csv (username,language), HUBDIR=hub, HUB_PORT=8000; run as root (each student's
+# server runs as that student's Unix user). CREATE_USERS=1 runs useradd for missing students.
+# JupyterHub's proxy comes from npm: `npm install -g configurable-http-proxy` (make system-deps).
+CLASS ?= class.csv
+HUBDIR ?= hub
+HUB_PORT ?= 8000
+CREATE_USERS ?=
+
+.PHONY: hub hub-collect wheel
+
+hub: $(STAMP)
+	$(BIN)/python -m lectures_lib hub $(CLASS) --dir $(HUBDIR) --port $(HUB_PORT)$(if $(filter 1,$(CREATE_USERS)), --create-users)
+
+hub-collect: $(STAMP)
+	$(BIN)/python -m lectures_lib hub collect $(HUBDIR) submitted
+
+# the course as one installable file (notebooks, stored runs and READMEs inside): dist/*.whl
+wheel: $(STAMP)
+	$(BIN)/python -m pip wheel --no-deps --no-build-isolation --wheel-dir dist .

@@ -10,6 +10,9 @@
 - :mod:`lectures_lib.tooling.translate`: the Chinese notebooks from the English ones and
   ``translations/`` (``make notebooks`` runs it; the sync test is ``tests/test_translations.py``);
 - :mod:`lectures_lib.tooling.lab`: JupyterLab on the course (``make lab``);
+- :mod:`lectures_lib.tooling.course`: the course's files in a clone or the installed package
+  (``copy DIR``; the notebooks read their stored runs through it);
+- :mod:`lectures_lib.tooling.hub`: JupyterHub for a class (``hub CLASS.csv``, ``make hub``);
 - :mod:`lectures_lib.tooling.cli`: ``python -m lectures_lib COMMAND``, every ``make`` target.
 
 The taught modules (attention, layers, models, ...) never import from here. Imports go one way:

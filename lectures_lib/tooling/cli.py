@@ -14,8 +14,10 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib source SRC OUT    nbgrader's source notebooks (solutions + metadata)
     python -m lectures_lib grade SUB ...     grade submissions (--help: sandbox, --notebook, ...)
     python -m lectures_lib sandbox-kernelspec --install   nbgrader's kernels in the sandbox
+    python -m lectures_lib copy DIR [--student] [--lang zh-CN]   the course into any folder
+    python -m lectures_lib hub CLASS.csv --dir HUBDIR   JupyterHub for a class (as root)
 
-`release`, `source` and `grade --course FOLDER` work from an installed package; the others work
+`copy`, `hub`, `release`, `source` and `grade --course FOLDER` work from an installed package; the others work
 on a clone of the repository (the notebooks, tests and README) and say so when there is none.
 """
 
@@ -32,6 +34,9 @@ TEST_PARTS = ("lint", "unit", "nbval")
 # Commands with their own option parsers: everything after the name is handed over untouched.
 _DELEGATED = {
     "lab": ("lab", "start JupyterLab (--help for its options)"),
+    "copy": ("course", "write the course from the installed package into a folder (DIR "
+             "[--student] [--lang en|zh-CN|zh-TW] [--force])"),
+    "hub": ("hub", "JupyterHub for a class (CLASS.csv --dir HUBDIR; `hub collect HUBDIR OUT`)"),
     "release": ("exercises", "write student versions: solutions replaced, hidden tests removed"),
     "source": ("exercises", "write the notebooks with solutions and nbgrader metadata"),
     "grade": ("grading", "grade submitted notebooks (--help for its options)"),
@@ -72,6 +77,10 @@ def _delegate(command: str, rest: list[str]) -> int:
         from .exercises import main as run
 
         return run([command, *rest])
+    elif module == "hub":
+        from .hub import main as run
+    elif module == "course":
+        from .course import main as run
     elif module == "sandbox_kernel":
         from .sandbox_kernel import main as run
     else:
