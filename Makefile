@@ -32,8 +32,8 @@ help:
 	@echo "make lab-student  open your own copies in student/ (solutions stripped)"
 	@echo "make test         lint + unit tests (browser test included) + every notebook under nbval"
 	@echo "make quick        the edit-test loop: lint + the fast unit tests (under a minute)"
-	@echo "make system-deps  install the Debian packages pip cannot (chromium, fonts-noto-cjk,"
-	@echo "                  bubblewrap; apt-get, with sudo when not root): without them the"
+	@echo "make system-deps  install the packages pip cannot (chromium, fonts-noto-cjk,"
+	@echo "                  bubblewrap; npm's hub proxy; sudo when not root): without them the"
 	@echo "                  tests that need them skip, and make test names them"
 	@echo "make notebooks    re-execute every notebook in place (refresh the stored outputs;"
 	@echo "                  REMEASURE=1 also stores new time plots)"
@@ -74,10 +74,16 @@ system-deps:
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	fc-list 2>/dev/null | grep -q "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
-	if [ -z "$$missing" ]; then echo "== installed already: $(SYSTEM_PACKAGES)"; exit 0; fi; \
 	if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-	echo "== installing Debian's$$missing"; \
-	$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing
+	if [ -n "$$missing" ]; then echo "== installing Debian's$$missing"; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing \
+	  || exit 1; fi; \
+	if ! command -v configurable-http-proxy >/dev/null 2>&1; then \
+	  echo "== installing npm's configurable-http-proxy (JupyterHub's proxy, for make hub)"; \
+	  command -v npm >/dev/null 2>&1 || { $$SUDO apt-get update -q && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q npm; } || exit 1; \
+	  $$SUDO npm install -g configurable-http-proxy || exit 1; fi; \
+	echo "== installed: $(SYSTEM_PACKAGES) configurable-http-proxy"
 
 # The edit-test loop (under a minute on 2 cores): lint, then the unit tests not marked slow
 # (training, notebook execution, sandboxed grading, the browser: tests/conftest.py, SLOW).

@@ -71,11 +71,20 @@ def _cjk_font_problem() -> str | None:
     return None if fonts.find_cjk_font() is not None else "no CJK font is installed"
 
 
+def _proxy_problem() -> str | None:
+    import shutil
+
+    return None if shutil.which("configurable-http-proxy") else (
+        "JupyterHub's proxy is not installed (no `configurable-http-proxy` on PATH; it is npm's)")
+
+
 # Debian package -> (what it is for, probe giving None or why it cannot be used here)
 SYSTEM_PACKAGES = {
     "bubblewrap": ("the grading sandbox", _bubblewrap_problem),
     "chromium": ("the browser tests", _chromium_problem),
     "fonts-noto-cjk": ("Chinese characters in plots", _cjk_font_problem),
+    # not Debian's: npm's package (`npm install -g`), which pip cannot install either
+    "configurable-http-proxy": ("the class hub test", _proxy_problem),
 }
 _problems: dict[str, str | None] = {}
 

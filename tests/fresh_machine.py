@@ -1,8 +1,9 @@
-"""Run a command as on a fresh machine: bubblewrap, Chromium and the CJK fonts hidden.
+"""Run a command as on a fresh machine: bubblewrap, Chromium, the CJK fonts and the hub proxy hidden.
 
-The three system packages the course's tests use but pip cannot install (tests/conftest.py,
-``SYSTEM_PACKAGES``) are hidden for one command inside a bubblewrap mount namespace: the ``bwrap``
-and ``chromium`` executables are covered by ``/dev/null`` (no longer executable, so not on PATH)
+The system packages the course's tests use but pip cannot install (tests/conftest.py,
+``SYSTEM_PACKAGES``) are hidden for one command inside a bubblewrap mount namespace: the ``bwrap``,
+``chromium`` and ``configurable-http-proxy`` executables are covered by ``/dev/null`` (no longer
+executable, so not on PATH)
 and every folder holding a CJK font is covered by an empty tmpfs, for fontconfig and matplotlib
 alike (matplotlib gets a fresh cache). Nothing outside the command changes.
 
@@ -42,7 +43,7 @@ def hidden_command(command: list[str], mplconfigdir: str) -> list[str]:
     if bwrap is None:
         raise RuntimeError("hiding the system packages needs bubblewrap itself: apt-get install bubblewrap")
     wrapped = [bwrap, "--dev-bind", "/", "/", "--die-with-parent"]
-    for executable in ("bwrap", "chromium"):
+    for executable in ("bwrap", "chromium", "configurable-http-proxy"):
         for folder in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/bin", "/bin"]:
             path = Path(folder) / executable
             if path.is_file():

@@ -35,6 +35,10 @@ from lectures_lib.tooling.hub import hub_problem
 from lectures_lib.tooling.sandbox import sandbox_problem
 
 from .browser_helpers import require_playwright
+from .conftest import require_system_package
+
+for _package in ("configurable-http-proxy", "bubblewrap", "chromium"):
+    require_system_package(_package, module_level=True)  # skips naming it; fails under CI
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = hub_problem(check_python=False) or sandbox_problem()

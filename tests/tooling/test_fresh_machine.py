@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NEEDING = ["tests/tooling/test_grading.py", "tests/tooling/test_grading_secret.py",
            "tests/tooling/test_grading_attacks.py", "tests/tooling/test_grading_trained.py",
            "tests/tooling/test_nbgrader_sandbox.py", "tests/test_browser.py",
-           "tests/test_explorer_browser.py", "tests/test_fonts.py"]
+           "tests/test_explorer_browser.py", "tests/test_fonts.py", "tests/test_hub_browser.py"]
 
 
 @pytest.mark.system_package("bubblewrap")
@@ -37,7 +37,7 @@ def test_without_the_system_packages_the_run_passes_and_names_them():
     assert re.search(r"\d+ passed, \d+ skipped in", last) and "error" not in last, last
     summary = [line for line in out.splitlines() if line.startswith("not tested here")]
     assert len(summary) == 1, out[-3000:]
-    for package in ("bubblewrap", "chromium", "fonts-noto-cjk"):
+    for package in ("bubblewrap", "chromium", "fonts-noto-cjk", "configurable-http-proxy"):
         assert re.search(rf"\b{package} \(\d+ skipped\)", summary[0]), summary[0]
     assert "`make system-deps`" in summary[0]
 
