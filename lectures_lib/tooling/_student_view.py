@@ -10,6 +10,9 @@ import ast
 from pathlib import Path
 
 LIBRARY = Path(__file__).resolve().parents[1]  # the grader's lectures_lib
+# The checks modules a submission gets whole: results, safe calls and the comparison engine, no
+# checker, reference or probe. A new machinery module goes here, or its private functions are cut.
+MACHINERY = ("_base", "_time_limit", "_compare")
 
 _STUB = '''
 
@@ -73,7 +76,7 @@ def student_checks(target: Path) -> Path:
     texts: dict[str, str] = {}
     for path in sorted(source.glob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if path.stem not in ("__init__", "_base", "_compare"):
+        if path.stem not in ("__init__", *MACHINERY):
             text, _ = _strip_module(text, keep_private=False)
         texts[path.stem] = text
         kept[path.stem] = _defined_names(text)
