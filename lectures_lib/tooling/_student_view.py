@@ -66,8 +66,8 @@ def student_checks(target: Path) -> Path:
     """Write the sandbox's ``lectures_lib/checks`` into ``target``: public helpers and data only.
 
     Every ``check_*`` becomes a stub that passes nothing (the grader runs the real one), every
-    ``*_reference`` and private function of a checker module is left out; ``_base`` and
-    ``_compare`` (the machinery, no answers) stay whole. Imports of names a module no longer has
+    ``*_reference`` and private function of a checker module is left out; the machinery
+    (:data:`MACHINERY`: ``_base``, ``_time_limit``, ``_compare``; no answers) stays whole. Imports of names a module no longer has
     are dropped, so ``from lectures_lib.checks import check_x`` still works in a submission.
     """
     source = LIBRARY / "checks"
