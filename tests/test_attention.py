@@ -1,6 +1,5 @@
 """lectures_lib.attention against PyTorch's own attention: values, weights, masks and gradients."""
 
-import itertools
 import math
 
 import pytest
@@ -58,23 +57,6 @@ def test_sdpa_matches_torch_without_mask(shapes, dtype):
     assert weights.shape == (*q.shape[:-1], k.shape[-2])
     torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
     torch.testing.assert_close(weights.sum(-1), torch.ones(q.shape[:-1], dtype=dtype))
-
-
-# Masks of every broadcast shape against scores (2, 3, 4, 6): (batch, heads, n_q, n_k).
-MASK_SHAPES = [(6,), (4, 6), (1, 6), (2, 1, 1, 6), (2, 1, 4, 6), (2, 3, 4, 6), (1, 1, 1, 1)]
-
-
-@pytest.mark.parametrize("mask_shape", MASK_SHAPES)
-def test_sdpa_matches_torch_with_masks_of_every_broadcast_shape(mask_shape):
-    q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 5)
-    mask = random_mask(*mask_shape)
-    out, weights = scaled_dot_product_attention(q, k, v, mask)
-    torch_mask = mask if mask.dim() > 1 else mask[None]  # the fused kernel wants >= 2 dims
-    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=torch_mask))
-    blocked = ~mask.expand(weights.shape)
-    assert torch.all(weights[blocked] == 0), "masked cells must get exactly 0 weight"
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 4, dtype=DOUBLE))
-    torch.testing.assert_close(fused_attention(q, k, v, mask), out)
 
 
 def test_sdpa_weights_are_softmax_of_scaled_scores():
@@ -154,22 +136,6 @@ def test_sdpa_dropout_only_when_asked_and_validated():
             fused_attention(q, k, v, dropout_p=bad)
 
 
-def test_sdpa_rejects_bad_inputs_with_shapes_in_the_message():
-    q, k, v = randn(2, 3, 4), randn(2, 5, 4), randn(2, 5, 6)
-    with pytest.raises(ValueError, match=r"\(2, 3, 4\).*\(2, 5, 7\)"):
-        scaled_dot_product_attention(q, randn(2, 5, 7), v)
-    with pytest.raises(ValueError, match=r"\(2, 5, 4\).*\(2, 4, 6\)"):
-        scaled_dot_product_attention(q, k, randn(2, 4, 6))
-    with pytest.raises(ValueError, match=r"leading"):
-        scaled_dot_product_attention(q, randn(3, 5, 4), randn(3, 5, 6))
-    with pytest.raises(TypeError, match="floating"):
-        scaled_dot_product_attention(q.long(), k, v)
-    with pytest.raises(ValueError, match=r"at least 2"):
-        scaled_dot_product_attention(randn(4), randn(4), randn(4))
-    with pytest.raises(TypeError, match="dtype"):
-        scaled_dot_product_attention(q.float(), k, v)
-
-
 # ---------------------------------------------------------------------------------------------
 # SelfAttention, split/merge, functional multi-head attention
 # ---------------------------------------------------------------------------------------------
@@ -219,76 +185,8 @@ def test_functional_multi_head_attention_equals_module_without_bias():
 
 
 # ---------------------------------------------------------------------------------------------
-# MultiHeadAttention vs nn.MultiheadAttention
+# MultiHeadAttention (its equality with nn.MultiheadAttention, values and gradients: test_contract.py)
 # ---------------------------------------------------------------------------------------------
-
-
-def _torch_masks(kind, batch, n_q, n_k, lengths):
-    """(our mask, torch attn_mask, torch key_padding_mask) for one mask kind."""
-    ours = None
-    attn_mask = padding = None
-    if kind in ("causal", "both"):
-        allowed = torch.ones(n_q, n_k, dtype=torch.bool).tril()  # (n_q, n_k), row i: keys <= i
-        ours, attn_mask = allowed, ~allowed  # PyTorch: True = blocked
-    if kind in ("padding", "both"):
-        keep = key_padding_mask(lengths, n_k)  # (batch, 1, 1, n_k)
-        ours = keep if ours is None else ours & keep
-        padding = ~keep[:, 0, 0]  # (batch, n_k), PyTorch: True = padding
-    return ours, attn_mask, padding
-
-
-@pytest.mark.parametrize("num_heads", [1, 2, 4, 8])
-@pytest.mark.parametrize("bias", [True, False])
-def test_multi_head_attention_matches_torch(num_heads, bias):
-    """Outputs, per-head weights and input gradients, for self and cross attention, every mask
-    kind, train (dropout 0) and eval mode; each (attention, mask) pair meets a batch-first and a
-    sequence-first PyTorch module (its inputs permuted to (seq, batch, features))."""
-    d_model, batch = 16, 3
-    torch.manual_seed(num_heads)
-    for attention, kind, mode in itertools.product(
-        ["self", "cross"], ["none", "causal", "padding", "both"], ["train", "eval"]
-    ):
-        batch_first = (mode == "train") != (attention == "cross")
-        kdim, vdim, n_q, n_k = (d_model, d_model, 5, 5) if attention == "self" else (6, 10, 4, 7)
-        reference = nn.MultiheadAttention(
-            d_model, num_heads, bias=bias, batch_first=batch_first, kdim=kdim, vdim=vdim
-        ).double()
-        reference.train(mode == "train")  # dropout is 0: train mode differs only in code path
-        ours = MultiHeadAttention.from_torch(reference)
-        assert ours.training == reference.training
-        query = randn(batch, n_q, d_model, requires_grad=True)
-        if attention == "self":
-            key = value = query
-        else:
-            key, value = randn(batch, n_k, kdim, requires_grad=True), randn(
-                batch, n_k, vdim, requires_grad=True
-            )
-        mask, attn_mask, padding = _torch_masks(kind, batch, n_q, n_k, [n_k, 3, 1])
-
-        def to_torch_layout(t, batch_first=batch_first):
-            return t if batch_first else t.transpose(0, 1)  # (seq, batch, features)
-
-        expected, expected_weights = reference(
-            to_torch_layout(query), to_torch_layout(key), to_torch_layout(value),
-            attn_mask=attn_mask, key_padding_mask=padding, average_attn_weights=False,
-        )
-        expected = to_torch_layout(expected)
-        out, weights = ours(query, key, value, mask)
-        case = f"{attention}, mask {kind}, {mode}, batch_first={batch_first}"
-        torch.testing.assert_close(out, expected, msg=lambda m, case=case: f"{case}: {m}")
-        torch.testing.assert_close(weights, expected_weights, msg=lambda m, c=case: f"{c}: {m}")
-        fast, none = ours(query, key, value, mask, need_weights=False)
-        assert none is None
-        torch.testing.assert_close(fast, out, msg=lambda m, c=case: f"{c} fast path: {m}")
-
-        inputs = (query,) if attention == "self" else (query, key, value)
-        grad_out = randn(*out.shape)
-        ours_grads = torch.autograd.grad(out, inputs, grad_out)
-        torch_grads = torch.autograd.grad(expected, inputs, grad_out)
-        fast_grads = torch.autograd.grad(fast, inputs, grad_out)
-        for a, b, c in zip(ours_grads, torch_grads, fast_grads, strict=True):
-            torch.testing.assert_close(a, b, msg=lambda m, c_=case: f"{c_} grads: {m}")
-            torch.testing.assert_close(c, b, msg=lambda m, c_=case: f"{c_} fast grads: {m}")
 
 
 def test_from_torch_copies_dtype_dropout_and_refuses_what_it_cannot_convert():
@@ -328,30 +226,6 @@ def test_padded_batch_gives_the_same_outputs_as_each_sequence_alone():
         alone, _ = module(x[b : b + 1, :length], x[b : b + 1, :length], x[b : b + 1, :length])
         torch.testing.assert_close(out[b, :length], alone[0])
         assert torch.all(weights[b, :, :, length:] == 0)
-
-
-def test_multi_head_attention_rejects_bad_input_naming_the_numbers():
-    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by num_heads=3"):
-        MultiHeadAttention(10, 3)
-    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.5"):
-        MultiHeadAttention(8, 2, dropout=1.5)
-    module = MultiHeadAttention(16, 4)
-    x = torch.randn(2, 5, 16)
-    with pytest.raises(ValueError, match=r"query must have shape \(batch, seq, 16\), got \(2, 5, 12\)"):
-        module(torch.randn(2, 5, 12), x, x)
-    with pytest.raises(ValueError, match=r"3 dimensions.*\(5, 16\)"):
-        module(x[0], x[0], x[0])
-    with pytest.raises(ValueError, match=r"batch size.*\(2, 5, 16\).*\(3, 5, 16\)"):
-        module(x, torch.randn(3, 5, 16), torch.randn(3, 5, 16))
-    with pytest.raises(ValueError, match=r"same length.*\(2, 5, 16\).*\(2, 4, 16\)"):
-        module(x, x, torch.randn(2, 4, 16))
-    with pytest.raises(ValueError, match=r"\(2, 5\).*\(2, 4, 5, 5\)"):  # (batch, n_k) mask
-        module(x, x, x, torch.ones(2, 5, dtype=torch.bool))
-    with pytest.raises(TypeError, match=r"torch.bool.*torch.float32"):
-        module(x, x, x, torch.zeros(5, 5))
-    cross = MultiHeadAttention(16, 4, kdim=6, vdim=10)
-    with pytest.raises(ValueError, match=r"key must have shape \(batch, seq, 6\), got \(2, 5, 16\)"):
-        cross(x, x, torch.randn(2, 5, 10))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -278,6 +278,8 @@ ROWS: list[Row] = [
     R(attention.masked_softmax, "integer scores", lambda: attention.masked_softmax(ids(2, 2)), TypeError, "scores must have dtype floating"),
     R(attention.masked_softmax, "1-D scores", lambda: attention.masked_softmax(floats(3)), ValueError, "scores must have shape (..., n_queries, n_keys)"),
     R(attention.masked_softmax, "mask of another size", lambda: attention.masked_softmax(floats(2, 3, 4), bools(3, 5)), ValueError, "does not fit attention scores"),
+    R(attention.scaled_dot_product_attention, "integer q", lambda: attention.scaled_dot_product_attention(ids(2, 3, 4), floats(2, 5, 4), floats(2, 5, 6)), TypeError, "q must have dtype floating, got torch.int64"),
+    R(attention.scaled_dot_product_attention, "1-D q, k, v", lambda: attention.scaled_dot_product_attention(floats(4), floats(4), floats(4)), ValueError, "q must have at least 2 dimensions (..., seq, features), got shape (4,)"),
     R(attention.scaled_dot_product_attention, "keys and values unpaired", lambda: attention.scaled_dot_product_attention(floats(2, 3, 4), floats(2, 5, 4), floats(2, 6, 4)), ValueError, "keys and values must come in pairs"),
     R(attention.scaled_dot_product_attention, "batch differs", lambda: attention.scaled_dot_product_attention(floats(2, 3, 4), floats(3, 3, 4), floats(3, 3, 4)), ValueError, "same leading (batch/head) dimensions"),
     R(attention.scaled_dot_product_attention, "dtypes differ", lambda: attention.scaled_dot_product_attention(floats(2, 3, 4), floats(2, 3, 4, dtype=torch.float64), floats(2, 3, 4)), TypeError, "must share a dtype"),

@@ -23,6 +23,7 @@ from lectures_lib import checks
 from lectures_lib.attention import (
     MultiHeadAttention,
     causal_mask,
+    fused_attention,
     key_padding_mask,
     merge_heads,
     scaled_dot_product_attention,
@@ -152,6 +153,7 @@ def test_every_broadcastable_mask_shape(mask_shape):
     assert close(weights.sum(-1), torch.ones(B, H, NQ)), "rows sum to 1"
     torch_mask = mask.expand(NQ, NK) if mask.dim() == 1 else mask  # PyTorch needs >= 2-D
     assert close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=torch_mask))
+    assert close(fused_attention(q, k, v, mask), out), "the fused path reads the mask the same"
 
 
 @pytest.mark.parametrize(
@@ -375,7 +377,8 @@ def torch_masks(mask, batch, heads, n_q, n_k):
 
 MHA_CASES = [
     # d_model, heads, kwargs, n_q, n_k, mask shape
-    (8, 2, {}, 3, 3, None),
+    (8, 2, {}, 3, 3, None),  # n_q == n_k, no kdim: self-attention, key = value = query
+    (8, 4, {"batch_first": False}, 5, 5, (2, 1, 1, 5)),  # self-attention, padded, seq-first
     (8, 2, {"bias": False}, 4, 6, (4, 6)),
     (6, 3, {"kdim": 4, "vdim": 5}, 2, 7, (2, 1, 1, 7)),
     (6, 6, {"kdim": 3, "vdim": 3, "bias": False}, 5, 1, (2, 6, 5, 1)),
@@ -394,9 +397,11 @@ def test_mha_from_torch_matches(d_model, heads, kwargs, n_q, n_k, mask_shape, tr
     ours = MultiHeadAttention.from_torch(theirs)
     assert ours.training == train
     kdim, vdim = kwargs.get("kdim", d_model), kwargs.get("vdim", d_model)
-    query = randn(batch, n_q, d_model, dtype=torch.float64)
-    key = randn(batch, n_k, kdim, dtype=torch.float64)
-    value = randn(batch, n_k, vdim, dtype=torch.float64)
+    query = randn(batch, n_q, d_model, dtype=torch.float64).requires_grad_()
+    key = randn(batch, n_k, kdim, dtype=torch.float64).requires_grad_()
+    value = randn(batch, n_k, vdim, dtype=torch.float64).requires_grad_()
+    if "kdim" not in kwargs and n_q == n_k:  # self-attention: gradients from all three uses
+        key = value = query
     mask = None if mask_shape is None else random_mask(mask_shape)
     attn_mask = None if mask is None else torch_masks(mask, batch, heads, n_q, n_k)
     args = (query, key, value)
@@ -410,6 +415,13 @@ def test_mha_from_torch_matches(d_model, heads, kwargs, n_q, n_k, mask_shape, tr
     assert close(out, ref_out, atol=1e-10) and close(weights, ref_weights, atol=1e-10)
     fast, none = ours(query, key, value, mask, need_weights=False)
     assert none is None and close(fast, ref_out, atol=1e-10)
+    inputs = tuple({id(t): t for t in (query, key, value)}.values())  # each distinct tensor once
+    grad_out = randn(*out.shape, dtype=torch.float64)
+    expected = torch.autograd.grad(ref_out, inputs, grad_out, retain_graph=True)
+    for path, result in (("weights", out), ("fast", fast)):
+        for got, want in zip(torch.autograd.grad(result, inputs, grad_out, retain_graph=True),
+                             expected, strict=True):
+            assert close(got, want, atol=1e-10), f"input gradients, {path} path"
 
 
 @pytest.mark.parametrize("mask_shape", [(4, 5), (1, 5), (5,), (2, 1, 1, 5), (2, 3, 4, 5),
@@ -548,7 +560,7 @@ LAYER_SETTINGS = [
     (False, "relu", True, True, 1e-5),
     (True, "gelu", True, False, 1e-3),
     (False, F.gelu, False, True, 0.1),
-    (True, nn.ReLU(), False, True, 1e-6),
+    (True, nn.ReLU(), False, False, 1e-6),  # the settings cover every pair of option values
     (False, nn.GELU(), True, False, 1e-2),
     (True, torch.relu, True, True, 1e-5),
 ]
@@ -573,13 +585,21 @@ def test_encoder_layer_from_torch(setting, train):
         norm_first=norm_first, bias=bias,
     ).double().train(train)
     ours = EncoderLayer.from_torch(theirs)
-    x = randn(3, 5, 6, dtype=torch.float64) * 3 + 1
+    assert ours.training == train and ours.norm1.eps == eps
+    x = (randn(3, 5, 6, dtype=torch.float64) * 3 + 1).requires_grad_()
     lengths = torch.tensor([5, 3, 1])
     padding = torch.arange(5)[None, :] >= lengths[:, None]  # PyTorch: True = padding
     ref = _bf(theirs(_bf(x, batch_first), src_key_padding_mask=padding), batch_first)
     out = ours(x, key_padding_mask(lengths))
     real = ~padding  # PyTorch's fast path may zero the padded positions: compare real ones
     assert close(out[real], ref[real], atol=1e-10)
+    # Gradients: of the input, and of a copied weight (it gets the same gradient as torch's).
+    grad_out = randn(*out.shape, dtype=torch.float64) * real[..., None]
+    mine = torch.autograd.grad(out, (x, ours.feed_forward.linear1.weight), grad_out)
+    theirs_grads = torch.autograd.grad(ref, (x, theirs.linear1.weight), grad_out)
+    assert close(mine[0], theirs_grads[0], atol=1e-10) and close(mine[1], theirs_grads[1],
+                                                                    atol=1e-10)
+    x = x.detach()
     ref_causal = _bf(theirs(_bf(x, batch_first), src_mask=~causal_mask(5)), batch_first)
     assert close(ours(x, causal_mask(5)), ref_causal, atol=1e-10)
     assert close(ours(x, causal_mask(5), need_weights=True), ref_causal, atol=1e-10)
@@ -593,16 +613,24 @@ def test_decoder_layer_from_torch(setting):
         norm_first=norm_first, bias=bias,
     ).double().train()
     ours = DecoderLayer.from_torch(theirs)
-    x = randn(2, 4, 8, dtype=torch.float64)
-    memory = randn(2, 7, 8, dtype=torch.float64)  # n_src != n_tgt
-    src_lengths = torch.tensor([7, 3])
+    x = randn(2, 4, 8, dtype=torch.float64).requires_grad_()
+    memory = randn(2, 7, 8, dtype=torch.float64).requires_grad_()  # n_src != n_tgt
+    src_lengths, tgt_lengths = torch.tensor([7, 3]), torch.tensor([4, 2])
     memory_padding = torch.arange(7)[None, :] >= src_lengths[:, None]
-    ref = theirs(
+    tgt_padding = torch.arange(4)[None, :] >= tgt_lengths[:, None]
+    ref = _bf(theirs(
         _bf(x, batch_first), _bf(memory, batch_first), tgt_mask=~causal_mask(4),
-        memory_key_padding_mask=memory_padding,
-    )
-    out = ours(x, memory, causal_mask(4), key_padding_mask(src_lengths))
-    assert close(out, _bf(ref, batch_first), atol=1e-10)
+        tgt_key_padding_mask=tgt_padding, memory_key_padding_mask=memory_padding,
+    ), batch_first)
+    tgt_mask = causal_mask(4) & key_padding_mask(tgt_lengths)  # (batch, 1, n_tgt, n_tgt)
+    out = ours(x, memory, tgt_mask, key_padding_mask(src_lengths))
+    assert close(out, ref, atol=1e-10)
+    grad_out = randn(*out.shape, dtype=torch.float64)
+    mine = torch.autograd.grad(out, (x, memory), grad_out)
+    theirs_grads = torch.autograd.grad(ref, (x, memory), grad_out)
+    assert close(mine[0], theirs_grads[0], atol=1e-10) and close(mine[1], theirs_grads[1],
+                                                                    atol=1e-10)
+    x, memory = x.detach(), memory.detach()
     # A full (n_tgt, n_src) memory mask, in PyTorch's form and in ours.
     memory_mask = random_mask((4, 7))
     ref2 = theirs(_bf(x, batch_first), _bf(memory, batch_first), memory_mask=~memory_mask)

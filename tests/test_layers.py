@@ -1,6 +1,7 @@
-"""lectures_lib.layers against PyTorch's own Transformer layers (both norm orders, both
-activations, with and without biases, masks, gradients), plus the layers' own properties and the
-attention factory."""
+"""lectures_lib.layers: PyTorch's fused fast path, from_torch's conversions and refusals, the
+layers' own properties and the attention factory. Equality with nn.TransformerEncoderLayer and
+nn.TransformerDecoderLayer (both norm orders, activations, biases, layouts, masks, gradients) is
+tested in test_contract.py."""
 
 from __future__ import annotations
 
@@ -20,35 +21,7 @@ from lectures_lib.layers import (
     sublayer_connection,
 )
 
-from .transformer_helpers import D_FF, D_MODEL, HEADS, SETTINGS, _padding, _to_torch_layout
-
-
-@pytest.mark.parametrize("norm_first,activation,bias,batch_first", SETTINGS)
-@pytest.mark.parametrize("train_mode", [False, True])
-def test_encoder_layer_matches_torch(norm_first, activation, bias, batch_first, train_mode):
-    torch.manual_seed(0)
-    theirs = nn.TransformerEncoderLayer(
-        D_MODEL, HEADS, D_FF, dropout=0.0, activation=activation, norm_first=norm_first,
-        bias=bias, batch_first=batch_first, layer_norm_eps=1e-4,
-    ).train(train_mode)
-    ours = EncoderLayer.from_torch(theirs)
-    assert ours.training == train_mode and ours.norm1.eps == 1e-4
-    x = torch.randn(3, 6, D_MODEL, dtype=torch.float64)
-    theirs, ours = theirs.double(), ours.double()
-    pad = _padding([6, 4, 1], 6)
-    x_theirs = x.clone().requires_grad_()
-    x_ours = x.clone().requires_grad_()
-    out_theirs = _to_torch_layout(
-        theirs(_to_torch_layout(x_theirs, batch_first), src_key_padding_mask=pad), batch_first
-    )
-    out_ours = ours(x_ours, (~pad)[:, None, None, :])  # ours: True = may attend
-    torch.testing.assert_close(out_ours, out_theirs)
-    weights = torch.randn_like(out_ours)
-    (out_theirs * weights).sum().backward()
-    (out_ours * weights).sum().backward()
-    torch.testing.assert_close(x_ours.grad, x_theirs.grad)
-    # Parameter gradients too: the copied linear map receives the same gradient.
-    torch.testing.assert_close(ours.feed_forward.linear1.weight.grad, theirs.linear1.weight.grad)
+from .transformer_helpers import D_FF, D_MODEL, HEADS, _padding
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -69,38 +42,9 @@ def test_encoder_layer_matches_torch_fast_path_without_grad(norm_first):
     torch.testing.assert_close(out_ours[~pad], out_theirs[~pad], atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("norm_first,activation,bias,batch_first", SETTINGS)
-def test_decoder_layer_matches_torch(norm_first, activation, bias, batch_first):
-    torch.manual_seed(0)
-    theirs = nn.TransformerDecoderLayer(
-        D_MODEL, HEADS, D_FF, dropout=0.0, activation=activation, norm_first=norm_first,
-        bias=bias, batch_first=batch_first,
-    ).double().eval()
-    ours = DecoderLayer.from_torch(theirs)
-    n_tgt, n_src = 5, 7
-    tgt = torch.randn(3, n_tgt, D_MODEL, dtype=torch.float64, requires_grad=True)
-    memory = torch.randn(3, n_src, D_MODEL, dtype=torch.float64, requires_grad=True)
-    tgt_pad, src_pad = _padding([5, 2, 4], n_tgt), _padding([7, 3, 5], n_src)
-    causal = torch.ones(n_tgt, n_tgt, dtype=torch.bool).tril()
-    out_theirs = _to_torch_layout(
-        theirs(
-            _to_torch_layout(tgt, batch_first), _to_torch_layout(memory, batch_first),
-            tgt_mask=~causal, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
-        ),
-        batch_first,
-    )
-    tgt_mask = causal[None, None] & (~tgt_pad)[:, None, None, :]  # (batch, 1, n_tgt, n_tgt)
-    memory_mask = (~src_pad)[:, None, None, :]  # (batch, 1, 1, n_src)
-    out_ours = ours(tgt, memory, tgt_mask, memory_mask)
-    torch.testing.assert_close(out_ours, out_theirs)
-    weights = torch.randn_like(out_ours)
-    grads_theirs = torch.autograd.grad((out_theirs * weights).sum(), (tgt, memory))
-    grads_ours = torch.autograd.grad((out_ours * weights).sum(), (tgt, memory))
-    torch.testing.assert_close(grads_ours, grads_theirs)
-
-
 def test_from_torch_detects_a_changed_weight():
-    # The equivalence tests above could only pass trivially if outputs ignored the weights.
+    # The equivalence tests (test_contract.py) could only pass trivially if outputs ignored the
+    # weights.
     theirs = nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True)
     ours = EncoderLayer.from_torch(theirs)
     x = torch.randn(2, 4, D_MODEL)

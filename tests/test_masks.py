@@ -3,28 +3,10 @@
 import pytest
 import torch
 
-from lectures_lib.masks import check_mask, key_padding_mask
+from lectures_lib.masks import check_mask
 
-# causal_mask and key_padding_mask's values are tested in test_contract.py (written from the spec).
-
-
-def test_key_padding_mask_rejects_bad_lengths():
-    with pytest.raises(ValueError, match="max_len=2.*3"):
-        key_padding_mask([3, 1], max_len=2)
-    with pytest.raises(ValueError, match="-1"):
-        key_padding_mask([2, -1])
-    with pytest.raises(TypeError, match="integer"):
-        key_padding_mask(torch.tensor([2.0, 1.0]))
-    with pytest.raises(ValueError, match="1 dimensions"):
-        key_padding_mask(torch.tensor([[2, 1]]))
-
-
-def test_check_mask_rejects_float_and_int_masks():
-    for bad in (torch.zeros(3, 3), torch.ones(3, 3, dtype=torch.long)):
-        with pytest.raises(TypeError, match=rf"torch.bool.*{bad.dtype}"):
-            check_mask(bad, (2, 3, 3))
-    with pytest.raises(TypeError, match="list"):
-        check_mask([[True]], (1, 1))
+# causal_mask and key_padding_mask's values are tested in test_contract.py (written from the spec);
+# their refusals of bad lengths and mask dtypes are rows of test_bad_inputs.py.
 
 
 def test_check_mask_rejects_shapes_that_would_broadcast_silently():

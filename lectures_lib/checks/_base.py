@@ -11,7 +11,7 @@ per-call time limit (``timeout`` seconds, :data:`DEFAULT_TIMEOUT` unless the che
 failure, never a hang. In the main thread (a notebook kernel, pytest, the grade command) the limit
 is a ``SIGALRM`` timer that keeps firing every 50 ms until the call gives up, so an ``except
 Exception`` inside the loop cannot swallow it; elsewhere the call runs in a helper thread that is
-abandoned (and sent an asynchronous exception) when time is up. Only code that catches
+abandoned (and sent an asynchronous exception) when time is up (:mod:`._time_limit`). Only code that catches
 ``BaseException`` in a loop, or one C call that runs for ever, can outlast it: the grade command's
 per-submission limit (a separate process) is the backstop for those. Whatever the function prints
 is captured (not shown in the notebook); ``result.output`` keeps a short excerpt and the message
@@ -20,22 +20,22 @@ mentions it.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import hmac
 import html
 import inspect
 import io
 import os
-import signal
 import threading
 import traceback
 from collections.abc import Callable
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from functools import wraps
 
 import torch
+
+from ._time_limit import TimedOut, limited
 
 __all__ = [
     "CheckResult",
@@ -219,10 +219,6 @@ def _student_location(error: BaseException) -> tuple[int, str]:
     return where.lineno, where.name
 
 
-class _TimedOut(BaseException):
-    """Raised inside the student's code when its time is up (not an Exception: harder to catch)."""
-
-
 class _Run:
     """What the current check has seen: its time limit and the output captured so far."""
 
@@ -269,68 +265,13 @@ def _run() -> _Run:
     return run
 
 
-def _async_raise(thread: threading.Thread, exception: type[BaseException]) -> None:
-    """Ask ``thread`` to raise ``exception`` at its next bytecode (ends a Python loop)."""
-    if thread.ident is not None:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(thread.ident), ctypes.py_object(exception)
-        )
-
-
-def _limited_in_thread(function: Callable, seconds: float):
-    """Run ``function()`` in a daemon thread; raise :class:`_TimedOut` if it outlasts ``seconds``."""
-    outcome: dict = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = function()
-        except BaseException as error:  # handed over to the caller's thread
-            outcome["error"] = error
-
-    worker = threading.Thread(target=target, name="student-function", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        _async_raise(worker, _TimedOut)  # stops a Python loop; a sleep ends on its own
-        raise _TimedOut()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
-@contextmanager
-def _alarm(seconds: float):
-    """Raise :class:`_TimedOut` in this (main) thread after ``seconds``, then every 50 ms."""
-    state = {"armed": True}
-
-    def on_alarm(signum, frame):
-        if state["armed"]:
-            raise _TimedOut()
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
-    try:
-        yield
-    finally:
-        state["armed"] = False  # first: an alarm that fires now is ignored
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _call_limited(function: Callable, seconds: float):
     """``function()`` with a time limit, printing into the current check's capture."""
     run = _run()
     if not run.capture:
-        return _limited(function, seconds)
+        return limited(function, seconds)
     with redirect_stdout(run.printed), redirect_stderr(run.printed):
-        return _limited(function, seconds)
-
-
-def _limited(function: Callable, seconds: float):
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-        with _alarm(seconds):
-            return function()
-    return _limited_in_thread(function, seconds)
+        return limited(function, seconds)
 
 
 def call(student_fn: Callable, *args, **kwargs):
@@ -345,7 +286,7 @@ def call(student_fn: Callable, *args, **kwargs):
     seconds = _run().timeout
     try:
         result = _call_limited(lambda: student_fn(*given[0], **given[1]), seconds)
-    except _TimedOut:
+    except TimedOut:
         raise Mistake(
             TIMED_OUT,
             f"timed out after {seconds:g} s: your function did not return within {seconds:g} s "

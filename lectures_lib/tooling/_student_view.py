@@ -10,6 +10,9 @@ import ast
 from pathlib import Path
 
 LIBRARY = Path(__file__).resolve().parents[1]  # the grader's lectures_lib
+# The checks modules a submission gets whole: results, safe calls and the comparison engine, no
+# checker, reference or probe. A new machinery module goes here, or its private functions are cut.
+MACHINERY = ("_base", "_time_limit", "_compare")
 
 _STUB = '''
 
@@ -63,8 +66,8 @@ def student_checks(target: Path) -> Path:
     """Write the sandbox's ``lectures_lib/checks`` into ``target``: public helpers and data only.
 
     Every ``check_*`` becomes a stub that passes nothing (the grader runs the real one), every
-    ``*_reference`` and private function of a checker module is left out; ``_base`` and
-    ``_compare`` (the machinery, no answers) stay whole. Imports of names a module no longer has
+    ``*_reference`` and private function of a checker module is left out; the machinery
+    (:data:`MACHINERY`: ``_base``, ``_time_limit``, ``_compare``; no answers) stays whole. Imports of names a module no longer has
     are dropped, so ``from lectures_lib.checks import check_x`` still works in a submission.
     """
     source = LIBRARY / "checks"
@@ -73,7 +76,7 @@ def student_checks(target: Path) -> Path:
     texts: dict[str, str] = {}
     for path in sorted(source.glob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if path.stem not in ("__init__", "_base", "_compare"):
+        if path.stem not in ("__init__", *MACHINERY):
             text, _ = _strip_module(text, keep_private=False)
         texts[path.stem] = text
         kept[path.stem] = _defined_names(text)
