@@ -167,7 +167,8 @@ _ONLY_HANT = re.compile(r"<!-- zh-TW-only:start\n(?P<text>.*?)zh-TW-only:end -->
 _COMMANDS = (("LANG=zh-CN", "LANG=zh-TW"), ("--lang zh-CN", "--lang zh-TW"),
              ("student/zh-Hans/", "student/zh-Hant/"), ("notebooks/zh-Hans/", "notebooks/zh-Hant/"),
              ("COURSE_LANG=zh-Hans", "COURSE_LANG=zh-Hant"),
-             ("jupyterlab-language-pack-zh-CN", "jupyterlab-language-pack-zh-TW"))
+             ("jupyterlab-language-pack-zh-CN", "jupyterlab-language-pack-zh-TW"),
+             (",zh-CN\\n", ",zh-TW\\n"))  # a class list's language column (make hub)
 _OTHER_SCRIPT = re.compile(r"zh-TW|zh-Hant")
 
 
