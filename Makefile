@@ -51,7 +51,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_INDEX) --upgrade pip
 	$(if $(TORCH_INDEX),$(BIN)/python -m pip install '$(TORCH_SPEC)' --index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install $(PIP_INDEX) --progress-bar on -e '.[dev,grading,class]'
+	$(BIN)/python -m pip install $(PIP_INDEX) --progress-bar on -e '.[dev,grading,class,cluster]'
 	@touch $(STAMP)
 	@echo "== Installed. Next: make lab-student (your copies) or make lab (the instructor's notebooks)."
 

@@ -119,7 +119,7 @@ SLOW_FILES = {
     "tests/test_copy_task.py", "tests/test_packaging.py", "tests/checks/test_trained_rebuild.py",
     "tests/tooling/test_nbgrader.py", "tests/tooling/test_nbgrader_sandbox.py",
     "tests/tooling/test_grading.py", "tests/tooling/test_grading_attacks.py",
-    "tests/tooling/test_grading_secret.py", "tests/tooling/test_grading_trained.py",
+    "tests/tooling/test_grading_secret.py", "tests/tooling/test_grading_cluster.py", "tests/tooling/test_grading_trained.py",
     "tests/tooling/test_fresh_machine.py", "tests/tooling/test_exercises.py",
     "tests/tooling/test_exercises_graded.py", "tests/tooling/test_lab.py",
     "tests/tooling/test_notebooks.py", "tests/tooling/test_main.py", "tests/tooling/test_site.py",

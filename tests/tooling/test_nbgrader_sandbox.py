@@ -1,11 +1,16 @@
 """nbgrader's kernels in the course's sandbox (``python -m lectures_lib sandbox-kernelspec``).
 
-A real ``nbgrader autograde`` of notebook 01 (cut to its exercises, as in test_nbgrader.py) with
-``c.ExecutePreprocessor.kernel_name = "lectures-sandbox"``: an attacker, graded first, tries to
-read and write ``gradebook.db``, the victim's submission, the course's source notebook and the
-checkers, and leaves a detached process behind; every attempt is denied, nothing changes, no
-process outlives autograde, and both (correct) submissions get full marks. Without bubblewrap
-the kernelspec refuses to install and the kernel refuses to start, each saying why.
+A real ``nbgrader autograde`` of **every notebook of the course** (01-07, each cut to its
+exercises, as in test_nbgrader.py) with ``c.ExecutePreprocessor.kernel_name =
+"lectures-sandbox"``, as the README's nbgrader route configures it. The attacker, graded first,
+hands in all seven, each solved and with one attack in its first code exercise: it tries to read
+and write ``gradebook.db``, the victim's submission, that notebook's source in the course and in
+the repository, the checkers and nbgrader's config, and leaves a detached process behind. In
+every notebook every attempt is denied, nothing changes, no process outlives autograde, and
+every (correct) submission gets full marks: the attacker's seven and the victim's 01 (one
+notebook for the victim keeps the test's CPU within CI's budget: what the attacks reach does not
+depend on it). Without bubblewrap the kernelspec refuses to install and the kernel refuses to
+start, each saying why.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, re
 pytest.importorskip("nbgrader", reason="nbgrader is the optional extra '.[grading]'")
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "notebooks" / "01_self_attention.ipynb"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
+NOTEBOOK = ROOT / "notebooks" / "01_self_attention.ipynb"  # the victim's submission
 ASSIGNMENT, ATTACKER, VICTIM = "ps1", "aaa", "zzz"
 CANARY = "917.31"
 CONFIG = f"""c = get_config()
@@ -92,54 +98,67 @@ def autograded(tmp_path_factory):
     (root / "nbgrader_config.py").write_text(CONFIG.format(root=root))
     source = root / "source" / ASSIGNMENT
     source.mkdir(parents=True)
-    original = _trimmed(nbformat.read(NOTEBOOK, as_version=4))
-    nbformat.write(annotate_notebook(original, NOTEBOOK.stem), source / NOTEBOOK.name)
+    originals = {}
+    for path in NOTEBOOKS:
+        originals[path.stem] = _trimmed(nbformat.read(path, as_version=4))
+        nbformat.write(annotate_notebook(originals[path.stem], path.stem), source / path.name)
 
     def nbgrader(*args):
         result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=env,
-                                capture_output=True, text=True, timeout=900)
+                                capture_output=True, text=True, timeout=1800)
         assert result.returncode == 0, f"nbgrader {args[0]} failed:\n{result.stdout}{result.stderr}"
         return result.stdout + result.stderr
 
     nbgrader("generate_assignment", ASSIGNMENT, "--create", "--force")
-    solved = release_notebook(original, NOTEBOOK.stem)
-    exercise = next(e for e in find_exercises(original) if e.tests)
-    for index, cell in enumerate(annotate_notebook(original, NOTEBOOK.stem).cells):
+    victim = root / "submitted" / VICTIM / ASSIGNMENT / NOTEBOOK.name
+    victim.parent.mkdir(parents=True)
+    nbformat.write(_solved(originals[NOTEBOOK.stem], NOTEBOOK.stem), victim)
+    targets = {}
+    for path in NOTEBOOKS:
+        targets[path.stem] = [
+            root / "gradebook.db", victim, source / path.name, path,
+            ROOT / "lectures_lib" / "checks" / "additive.py",
+            Path("/course/lectures_lib/checks/additive.py"), root / "nbgrader_config.py"]
+        attacker = _solved(originals[path.stem], path.stem)
+        exercise = next(e for e in find_exercises(originals[path.stem]) if e.tests)
+        cell = attacker.cells[exercise.solutions[0]]
+        cell.source = ATTACK.format(canary=CANARY, paths=[str(p) for p in targets[path.stem]]) \
+            + "\n" + cell.source
+        submitted = root / "submitted" / ATTACKER / ASSIGNMENT / path.name
+        submitted.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(attacker, submitted)
+    watched = [victim, source, ROOT / "lectures_lib", *NOTEBOOKS, root / "nbgrader_config.py"]
+    before = _digest(*watched)
+    log = nbgrader("autograde", ASSIGNMENT, "--create", "--force", "--student", ATTACKER)
+    attacked = _digest(*watched)
+    canaries = _canaries()
+    log += nbgrader("autograde", ASSIGNMENT, "--create", "--force", "--student", VICTIM)
+    printed = {}
+    for path in NOTEBOOKS:
+        graded = nbformat.read(root / "autograded" / ATTACKER / ASSIGNMENT / path.name,
+                               as_version=4)
+        printed[path.stem] = "".join(output.get("text", "") for cell in graded.cells
+                                     if cell.cell_type == "code" for output in cell.outputs)
+    return {"root": root, "originals": originals, "before": before, "attacked": attacked,
+            "canaries": canaries, "printed": printed, "log": log, "targets": targets}
+
+
+def _solved(original, stem):
+    """The student's copy of ``original`` with every answer filled in."""
+    solved = release_notebook(original, stem)
+    for index, cell in enumerate(annotate_notebook(original, stem).cells):
         if cell.metadata.get("nbgrader", {}).get("solution"):
             solved.cells[index].source = cell.source
-    victim = root / "submitted" / VICTIM / ASSIGNMENT / NOTEBOOK.name
-    targets = [root / "gradebook.db", victim, source / NOTEBOOK.name, NOTEBOOK,
-               ROOT / "lectures_lib" / "checks" / "additive.py",
-               Path("/course/lectures_lib/checks/additive.py"), root / "nbgrader_config.py"]
-    attacker = nbformat.from_dict(solved)
-    attacker.cells[exercise.solutions[0]].source = ATTACK.format(
-        canary=CANARY, paths=[str(p) for p in targets]) + "\n" + solved.cells[
-        exercise.solutions[0]].source
-    for path, nb in [(victim, solved), (root / "submitted" / ATTACKER / ASSIGNMENT /
-                                        NOTEBOOK.name, attacker)]:
-        path.parent.mkdir(parents=True)
-        nbformat.write(nb, path)
-    before = _digest(victim, source, ROOT / "lectures_lib", NOTEBOOK, root / "nbgrader_config.py")
-    nbgrader("autograde", ASSIGNMENT, "--create", "--force", "--student", ATTACKER)
-    attacked = _digest(victim, source, ROOT / "lectures_lib", NOTEBOOK,
-                       root / "nbgrader_config.py")
-    canaries = _canaries()
-    log = nbgrader("autograde", ASSIGNMENT, "--create", "--force", "--student", VICTIM)
-    graded = nbformat.read(root / "autograded" / ATTACKER / ASSIGNMENT / NOTEBOOK.name,
-                           as_version=4)
-    printed = "".join(output.get("text", "") for cell in graded.cells
-                      if cell.cell_type == "code" for output in cell.outputs)
-    return {"root": root, "original": original, "before": before, "attacked": attacked,
-            "canaries": canaries,
-            "printed": printed, "log": log, "targets": targets}
+    return nbformat.from_dict(solved)
 
 
-def test_every_read_and_write_outside_is_denied(autograded):
-    printed = autograded["printed"]
+@pytest.mark.parametrize("stem", [path.stem for path in NOTEBOOKS])
+def test_every_read_and_write_outside_is_denied(autograded, stem):
+    printed = autograded["printed"][stem]
     assert "CWD" in printed, printed
     allowed = [line for line in printed.splitlines() if line.startswith("ALLOWED")]
     assert allowed == ["ALLOWED rb /course/lectures_lib/checks/additive.py"], printed
-    for path in autograded["targets"]:
+    for path in autograded["targets"][stem]:
         assert f"DENIED r+b {path}" in printed, (path, printed)
         if not str(path).startswith("/course/"):  # the checkers: readable, as nbgrader needs
             assert f"DENIED rb {path}" in printed, (path, printed)
@@ -154,13 +173,16 @@ def test_nothing_changed_and_no_process_outlived_autograde(autograded):
 def test_correct_submissions_get_full_marks_in_the_sandbox(autograded):
     from nbgrader.api import Gradebook
 
-    exercises = find_exercises(autograded["original"])
-    automatic = sum(e.points for e in exercises if e.tests)
+    graded = [(ATTACKER, path.stem) for path in NOTEBOOKS] + [(VICTIM, NOTEBOOK.stem)]
     with Gradebook(f"sqlite:///{autograded['root'] / 'gradebook.db'}") as gradebook:
-        for student in (ATTACKER, VICTIM):
-            notebook = gradebook.find_submission_notebook(NOTEBOOK.stem, ASSIGNMENT, student)
+        for student, stem in graded:
+            automatic = sum(e.points for e in find_exercises(autograded["originals"][stem])
+                            if e.tests)
+            notebook = gradebook.find_submission_notebook(stem, ASSIGNMENT, student)
+            assert automatic > 0, stem
             assert notebook.max_code_score == pytest.approx(automatic)
-            assert notebook.code_score == pytest.approx(automatic), (student, autograded["log"])
+            assert notebook.code_score == pytest.approx(automatic), (student, stem,
+                                                                     autograded["log"][-4000:])
 
 
 def test_without_bubblewrap_the_kernel_refuses(monkeypatch, tmp_path, capsys):

@@ -32,7 +32,12 @@ submission's grading process (the trusted side) has a memory limit of its own
 (:data:`GRADER_MEMORY` of data, ``RLIMIT_DATA``). Folders are graded in parallel (``--jobs``: each job is a trusted process that
 imports the grader once and forks a fresh grading process per submission, each with its own
 sandbox, so no state of one submission's grading reaches the next), with a progress bar on
-stderr. Reports are plain text: terminal control characters are removed.
+stderr. Reports are plain text: terminal control characters are removed. ``--output FILE``
+writes them whole or not at all (a temporary file, then a replace).
+
+Past one machine, ``--scheduler tcp://HOST:PORT`` sends each submission to the workers of a Dask
+distributed cluster, which grade it as above (:mod:`._cluster`: what crosses the network, where
+the grading secret lives, what a worker's death costs). Without it nothing runs on Dask.
 
 What it cannot see: a student who copies the public reference solution (the notebooks are in a
 public repository) writes correct code; exercises for credit need private variants. Where no
@@ -46,19 +51,17 @@ The package's parts, by responsibility (each imports only those before it, no ci
 ``_report`` (tables, CSV, JSON, control characters removed), ``_collect`` (reading a submission,
 its assignment, which cells run before which test), ``_run`` (the course's test cells here,
 against the sandbox's stand-ins), ``_verdict`` (one submission's report), ``_batch`` (a class:
-zygotes, a forked grading process per submission, ``grade_paths``); this module holds the
+zygotes, a forked grading process per submission, ``grade_paths``), ``_cluster`` (a class on
+Dask's workers, each task one submission graded by ``_batch``'s zygote); this module holds the
 command line and the public names.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
 import sys
 from pathlib import Path
 
-from ...utils import check_path
 from ..exercises import find_exercises  # noqa: F401 - the grader's view of an exercise
 from ._batch import (  # noqa: F401 - the grader's parts, by responsibility
     GRADER_MEMORY,
@@ -77,6 +80,7 @@ from ._collect import (  # noqa: F401
     MAX_SUBMISSION_BYTES,
     SECRET_ENV,
     read_submission,
+    use_secret,
 )
 from ._report import (  # noqa: F401
     clean_text,
@@ -84,33 +88,13 @@ from ._report import (  # noqa: F401
     format_nbgrader_csv,
     format_table,
     to_json,
+    write_atomic,
 )
 from ._run import SandboxRefused, _rule_broken, _run_test, _student_checks  # noqa: F401
 from ._verdict import grade_submission  # noqa: F401
 
 __all__ = ["DEFAULT_TIMEOUT", "SandboxRefused", "grade_submission", "grade_paths",
            "format_table", "format_csv", "format_nbgrader_csv", "clean_text"]
-
-
-def use_secret(secret_file: Path | None) -> str:
-    """Put the instructor's grading secret where the grading processes read it; say which probes
-    this run uses. The secret stays in the grader's processes: the sandbox gets an empty
-    environment, so no submission can read it."""
-    from ...checks._base import secret_fingerprint
-
-    if secret_file is not None:
-        secret_file = check_path(secret_file, "secret_file")
-        data = secret_file.read_bytes()
-        if len(data.strip()) < 16:
-            raise ValueError(f"secret_file {secret_file} holds {len(data.strip())} bytes; use at "
-                             "least 16 random ones (head -c 32 /dev/urandom > FILE)")
-        os.environ[SECRET_ENV] = hashlib.sha256(b"lectures-secret:" + data).hexdigest()
-    fingerprint = secret_fingerprint()
-    if fingerprint is None:
-        return (f"probes: the public defaults (no --secret-file, no ${SECRET_ENV}); a student "
-                "can compute them from the package, so pass a secret when grading for credit")
-    return f"probes: drawn from the instructor's secret (fingerprint {fingerprint})"
-
 
 
 def _grade_main(args) -> int:
@@ -120,12 +104,27 @@ def _grade_main(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(note, file=sys.stderr)
+    if args.output is not None and not args.output.parent.is_dir():
+        print(f"error: --output {args.output}: its folder does not exist", file=sys.stderr)
+        return 2
     try:
-        reports, any_folder = grade_paths(args.submissions, timeout=args.timeout,
-                                          course=args.course, notebook=args.notebook,
-                                          sandbox=not args.no_sandbox, jobs=args.jobs,
-                                          progress=not args.quiet,
-                                          allow_root_without_cgroup=args.root_without_cgroup)
+        if args.scheduler is not None:
+            from ._cluster import WorkerRefused, grade_on_cluster
+
+            try:
+                reports, any_folder = grade_on_cluster(
+                    args.submissions, args.scheduler, timeout=args.timeout, course=args.course,
+                    notebook=args.notebook, sandbox=not args.no_sandbox,
+                    progress=not args.quiet, allow_root_without_cgroup=args.root_without_cgroup)
+            except (WorkerRefused, ImportError, OSError) as error:  # OSError: no scheduler
+                print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
+                return 2
+        else:
+            reports, any_folder = grade_paths(args.submissions, timeout=args.timeout,
+                                              course=args.course, notebook=args.notebook,
+                                              sandbox=not args.no_sandbox, jobs=args.jobs,
+                                              progress=not args.quiet,
+                                              allow_root_without_cgroup=args.root_without_cgroup)
     except SandboxRefused as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -135,16 +134,23 @@ def _grade_main(args) -> int:
     if not reports:
         print("error: no submissions found", file=sys.stderr)
         return 1
-    if args.format == "json":
-        for report in reports:
-            print(to_json(report), flush=True)
-    elif args.format == "nbgrader-csv":
-        print(format_nbgrader_csv(reports), end="")
-    elif args.format == "csv" or (args.format is None and any_folder):
-        print(format_csv(reports), end="")
-    else:
-        print("\n\n".join(format_table(report) for report in reports))
+    text = _formatted(reports, args.format, any_folder)
+    if args.output is None:
+        print(text, end="", flush=True)
+    else:  # never half a gradebook: written beside it, then put in its place
+        write_atomic(args.output, text)
+        print(f"wrote {len(reports)} reports to {args.output}", file=sys.stderr)
     return 0
+
+
+def _formatted(reports: list[dict], format: str | None, any_folder: bool) -> str:
+    if format == "json":
+        return "".join(to_json(report) + "\n" for report in reports)
+    if format == "nbgrader-csv":
+        return format_nbgrader_csv(reports)
+    if format == "csv" or (format is None and any_folder):
+        return format_csv(reports)
+    return "\n\n".join(format_table(report) for report in reports) + "\n"
 
 
 def _one_main(argv: list[str]) -> int:
@@ -198,5 +204,16 @@ def main(argv: list[str] | None = None) -> int:
                         "/dev/urandom > secret`): every checker's probes and held-out data are "
                         f"drawn from it (default: ${SECRET_ENV} if set, else the public probes, "
                         "which students can compute from the package)")
+    parser.add_argument("--output", "-o", type=Path, default=None,
+                        help="write the table, JSON lines or gradebook to this file (written "
+                        "whole or not at all: a temporary file beside it, then a replace) "
+                        "instead of standard output")
+    parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                        help="grade on a Dask cluster: each submission is a task for the "
+                        "scheduler's workers (`dask worker tcp://HOST:PORT` where the course is "
+                        "installed; each grades in its own sandboxes; a worker that dies loses "
+                        "nothing). The workers read the grading secret from their own "
+                        "$LECTURES_GRADING_SECRET_FILE; only its fingerprint is sent. "
+                        "Needs `pip install 'lectures-lib[cluster]'`")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return _grade_main(parser.parse_args(argv))

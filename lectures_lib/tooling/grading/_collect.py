@@ -4,6 +4,7 @@ assignment, and planning which of its cells run before which of the course's tes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -143,9 +144,27 @@ def read_submission(path: Path, max_bytes: int = MAX_SUBMISSION_BYTES):
     once; nbformat then sees only the cells' sources and metadata. In the grade command this
     runs in the submission's own grading process, under its memory limit
     (:data:`GRADER_MEMORY`)."""
-    import stat
-
     import nbformat
+
+    tree = json.loads(read_bytes(path, max_bytes))
+    if isinstance(tree, dict) and isinstance(tree.get("cells"), list):
+        for cell in tree["cells"]:
+            if isinstance(cell, dict):
+                cell.pop("attachments", None)
+                if cell.get("cell_type") == "code":
+                    cell["outputs"], cell["execution_count"] = [], None
+    notebook = nbformat.reads(json.dumps(tree), as_version=4)
+    if not isinstance(getattr(notebook, "cells", None), list):
+        raise ValueError("it has no list of cells")
+    return notebook
+
+
+def read_bytes(path: Path, max_bytes: int = MAX_SUBMISSION_BYTES) -> bytes:
+    """The bytes of the submission at ``path``: a plain file (not a link, FIFO or device) of at
+    most ``max_bytes`` (at most ``max_bytes + 1`` bytes are ever read); else ValueError (or the
+    OSError of opening it). What :func:`read_submission` parses, and what ``grade --scheduler``
+    sends to its workers."""
+    import stat
 
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     try:
@@ -162,15 +181,24 @@ def read_submission(path: Path, max_bytes: int = MAX_SUBMISSION_BYTES):
     if len(data) > max_bytes:
         raise ValueError(f"it is over {max_bytes // 2**20} MiB (a notebook of the course is "
                          "under 1 MiB with its outputs; clear large outputs and hand it in again)")
-    tree = json.loads(data)
-    del data
-    if isinstance(tree, dict) and isinstance(tree.get("cells"), list):
-        for cell in tree["cells"]:
-            if isinstance(cell, dict):
-                cell.pop("attachments", None)
-                if cell.get("cell_type") == "code":
-                    cell["outputs"], cell["execution_count"] = [], None
-    notebook = nbformat.reads(json.dumps(tree), as_version=4)
-    if not isinstance(getattr(notebook, "cells", None), list):
-        raise ValueError("it has no list of cells")
-    return notebook
+    return data
+
+
+def use_secret(secret_file: Path | None) -> str:
+    """Put the instructor's grading secret where the grading processes read it; say which probes
+    this run uses. The secret stays in the grader's processes: the sandbox gets an empty
+    environment, so no submission can read it."""
+    from ...checks._base import secret_fingerprint
+
+    if secret_file is not None:
+        secret_file = check_path(secret_file, "secret_file")
+        data = secret_file.read_bytes()
+        if len(data.strip()) < 16:
+            raise ValueError(f"secret_file {secret_file} holds {len(data.strip())} bytes; use at "
+                             "least 16 random ones (head -c 32 /dev/urandom > FILE)")
+        os.environ[SECRET_ENV] = hashlib.sha256(b"lectures-secret:" + data).hexdigest()
+    fingerprint = secret_fingerprint()
+    if fingerprint is None:
+        return (f"probes: the public defaults (no --secret-file, no ${SECRET_ENV}); a student "
+                "can compute them from the package, so pass a secret when grading for credit")
+    return f"probes: drawn from the instructor's secret (fingerprint {fingerprint})"

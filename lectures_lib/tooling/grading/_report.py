@@ -7,7 +7,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import tempfile
 from pathlib import Path
 
 # Terminal control: CSI/OSC escape sequences first, then every other C0/C1 control character.
@@ -116,3 +118,27 @@ def format_nbgrader_csv(reports: list[dict], assignment: str | None = None) -> s
 
 def to_json(report: dict) -> str:
     return json.dumps(report, ensure_ascii=False)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader (or a crash) sees the old file or the whole
+    new one, never a part: a temporary file beside it, flushed to disk, then ``os.replace``
+    (atomic on POSIX and Windows within one file system). The temporary file is removed if
+    anything fails; the file gets the usual permissions (0666 less the umask)."""
+    path = Path(path)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

@@ -34,7 +34,6 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
     :class:`SandboxRefused`, as it does for a grader running as root where no cgroup can limit
     the sandbox's processes (unless ``allow_root_without_cgroup``).
     """
-    import nbformat
 
     path = check_path(path, "path")
     timeout, course = _check_options(timeout, course)
@@ -42,16 +41,27 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
         raise TypeError(f"notebook must be a course notebook's name (str) or None, got "
                         f"{type(notebook).__name__}")
     sandbox = _check_sandbox(sandbox, allow_root_without_cgroup)
-    report = {"submission": clean_text(path), "notebook": None, "score": 0.0, "max_score": 0.0,
-              "manual_max_score": 0.0, "error": "", "exercises": []}
-    submission = None
+    submission, unread = None, ""
     try:
         submission = read_submission(path)
     except Exception as problem:  # garbage, empty file, not JSON, not a notebook, missing,
         # too large, not a plain file, or over the grading process's memory (MemoryError)
-        submission = None
-        report["error"] = (f"cannot read the submission ({type(problem).__name__}: "
-                           f"{_short(str(problem), 160)})")
+        unread = unreadable(problem)
+    return _verdict(path, submission, unread, timeout, course, notebook, sandbox)
+
+
+def unreadable(problem: BaseException) -> str:
+    """The report's error for a submission that cannot be read."""
+    return f"cannot read the submission ({type(problem).__name__}: {_short(str(problem), 160)})"
+
+
+def _verdict(path: Path, submission, unread: str, timeout: float, course: Path,
+             notebook: str | None, sandbox: bool) -> dict:
+    """The report of ``submission`` (the notebook read from ``path``, or None and why not)."""
+    import nbformat
+
+    report = {"submission": clean_text(path), "notebook": None, "score": 0.0, "max_score": 0.0,
+              "manual_max_score": 0.0, "error": unread, "exercises": []}
     course_path, refused = _assignment(path, submission, course, notebook)
     if course_path is None:
         report["error"] = report["error"] or refused

@@ -1,0 +1,288 @@
+"""``grade --scheduler``: a class graded on Dask distributed workers, one of them killed mid-batch.
+
+A real scheduler and two real worker processes (``dask scheduler``/``dask worker``, bound to
+127.0.0.1) grade a batch of submissions of ``01_self_attention`` (correct ones under several
+students' names, a wrong one, the empty release, a file that is not a notebook, and the same
+notebook handed in twice under one more name). While the batch runs, one worker and everything
+it started (its zygote, grading processes and sandboxes) is killed with SIGKILL, as a machine
+that dies: every submission still gets exactly one report, with the marks the local grader
+gives the same folder. The gradebooks are written with ``--output`` (a replace: whole or not
+at all), and the atomic write is tested on its own: a failed write leaves the old file, a
+reader never sees part of a new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lectures_lib.tooling.grading import write_atomic
+
+from ..conftest import require_system_package
+from .test_grading import NAME, _submission
+
+TIMEOUT = 60
+DASK = Path(sys.executable).parent / "dask"
+
+
+def test_a_failed_write_leaves_the_old_gradebook_and_no_temporary_file(tmp_path, monkeypatch):
+    book = tmp_path / "gradebook.csv"
+    book.write_text("submission,score\nalice,4\n")
+
+    def broken_fsync(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="No space"):
+        write_atomic(book, "submission,score\n" + "bob,0\n" * 10_000)
+    assert book.read_text() == "submission,score\nalice,4\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gradebook.csv"]
+
+
+def test_a_reader_sees_the_old_or_the_new_gradebook_never_a_part(tmp_path):
+    book = tmp_path / "gradebook.csv"
+    versions = ["submission,score\n" + "".join(f"student{i},{v}\n" for i in range(20_000))
+                for v in range(2)]
+    write_atomic(book, versions[0])
+    seen, stop = [], threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            seen.append(book.read_text())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for k in range(30):
+        write_atomic(book, versions[k % 2])
+    stop.set()
+    reader.join()
+    assert seen and all(text in versions for text in seen), \
+        sorted({len(text) for text in seen} - {len(v) for v in versions})[:5]
+    assert book.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# --------------------------------------------------------------------------------------------
+# A scheduler and two workers on 127.0.0.1
+# --------------------------------------------------------------------------------------------
+
+
+def _batch(folder: Path) -> list[str]:
+    names = []
+    for kind, student in [("correct", "alice"), ("correct", "bob"), ("wrong", "carol"),
+                          ("empty", "dan")]:
+        path = folder / f"{student}_{NAME}.ipynb"
+        nbformat.write(_submission(kind), path)
+        names.append(path.name)
+    twin = folder / f"grace_{NAME}.ipynb"  # the same bytes as alice's, another name
+    twin.write_bytes((folder / f"alice_{NAME}.ipynb").read_bytes())
+    (folder / f"garbage_{NAME}.ipynb").write_text("this is { not a notebook")
+    return names + [twin.name, f"garbage_{NAME}.ipynb"]
+
+
+def _start(command: list[str], cwd: Path, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=log.open("wb"), start_new_session=True)
+
+
+def _sandboxes_of(process) -> list:
+    return [p for p in process.children(recursive=True) if p.name() == "bwrap"]
+
+
+def _kill_machine(process) -> None:
+    """SIGKILL a worker and everything it started, as when its machine dies."""
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            p.send_signal(signal.SIGKILL)
+        except Exception:  # already gone
+            pass
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    require_system_package("bubblewrap")
+    pytest.importorskip("distributed", reason="distributed (pip install 'lectures-lib[cluster]')")
+    psutil = pytest.importorskip("psutil")
+    here = tmp_path_factory.mktemp("cluster")
+    address_file = here / "scheduler.json"
+    processes = [_start([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                         "--no-dashboard", "--scheduler-file", str(address_file)],
+                        here, here / "scheduler.log")]
+    try:
+        end = time.monotonic() + 120
+        while not address_file.exists() or not address_file.read_text().strip():
+            assert time.monotonic() < end, (here / "scheduler.log").read_text()[-2000:]
+            time.sleep(0.2)
+        address = json.loads(address_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:"), address
+        workers = [_start([str(DASK), "worker", address, "--host", "127.0.0.1", "--nthreads",
+                           "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}"],
+                          here, here / f"worker{i}.log") for i in range(2)]
+        processes += workers
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=180)
+        yield address, [psutil.Process(w.pid) for w in workers], here
+    finally:
+        for process in reversed(processes):
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+
+
+def _grade(args: list[str], output: Path, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "lectures_lib", "grade", *args, "--format",
+                             "json", "--timeout", str(TIMEOUT), "--output", str(output)],
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _reports(path: Path) -> dict:
+    reports = [json.loads(line) for line in path.read_text().splitlines()]
+    names = [Path(r["submission"]).name for r in reports]
+    assert len(names) == len(set(names)), f"a submission got two reports: {sorted(names)}"
+    return {name: r for name, r in zip(names, reports)}
+
+
+def _marks(report: dict) -> tuple:
+    return (report["notebook"], report["score"], report["max_score"],
+            [(row["id"], row["points"], row["passed"]) for row in report["exercises"]])
+
+
+def test_a_worker_killed_mid_batch_loses_nothing(cluster, tmp_path):
+    address, workers, _ = cluster
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    names = _batch(folder)
+    run = _grade([str(folder), "--scheduler", address], tmp_path / "cluster.jsonl", tmp_path)
+    victim, killed_at = workers[0], None
+    end = time.monotonic() + 600
+    while run.poll() is None and time.monotonic() < end:
+        if killed_at is None and _sandboxes_of(victim):  # it is grading a submission now
+            _kill_machine(victim)
+            killed_at = time.monotonic()
+        time.sleep(0.1)
+    out, err = run.communicate(timeout=30)
+    assert run.returncode == 0, err[-3000:]
+    assert killed_at is not None, "the worker to kill never started a sandbox"
+    assert not victim.is_running() or victim.status() == "zombie"
+    cluster_reports = _reports(tmp_path / "cluster.jsonl")
+    assert sorted(cluster_reports) == sorted(names)  # each submission, exactly one report
+
+    local = _grade([str(folder), "--jobs", "2", "--quiet"], tmp_path / "local.jsonl", tmp_path)
+    _, err = local.communicate(timeout=900)
+    assert local.returncode == 0, err[-3000:]
+    local_reports = _reports(tmp_path / "local.jsonl")
+    assert {n: _marks(r) for n, r in cluster_reports.items()} == \
+        {n: _marks(r) for n, r in local_reports.items()}
+    full = {n for n, r in cluster_reports.items() if r["score"] == r["max_score"] > 0}
+    assert full == {f"{s}_{NAME}.ipynb" for s in ("alice", "bob", "grace")}
+    assert "cannot read the submission" in cluster_reports[f"garbage_{NAME}.ipynb"]["error"]
+    assert cluster_reports[f"garbage_{NAME}.ipynb"]["error"] == \
+        local_reports[f"garbage_{NAME}.ipynb"]["error"]
+    assert all(Path(r["submission"]).parent == folder for r in cluster_reports.values())
+
+
+def test_a_worker_with_another_secret_stops_the_batch_before_any_gradebook(cluster, tmp_path):
+    address, _, _ = cluster
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    nbformat.write(_submission("empty"), folder / f"dan_{NAME}.ipynb")
+    secret = tmp_path / "secret"
+    secret.write_bytes(os.urandom(32))
+    book = tmp_path / "book.jsonl"
+    run = _grade([str(folder), "--scheduler", address, "--secret-file", str(secret), "--quiet"],
+                 book, tmp_path)
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 2, err[-2000:]
+    assert "WorkerRefused" in err and "public probes" in err and "LECTURES_GRADING_SECRET_FILE" \
+        in err, err[-2000:]
+    assert not book.exists()
+
+
+def test_without_distributed_installed_the_message_says_what_to_install(tmp_path):
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    nbformat.write(_submission("empty"), folder / f"dan_{NAME}.ipynb")
+    code = ("import sys; sys.modules['distributed'] = None; "
+            "from lectures_lib.tooling.grading import main; "
+            f"raise SystemExit(main([{str(folder)!r}, '--scheduler', 'tcp://127.0.0.1:9']))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "lectures-lib[cluster]" in result.stderr, result.stderr[-1000:]
+
+
+def test_a_scheduler_address_that_is_not_one_is_refused_by_name(tmp_path):
+    pytest.importorskip("distributed", reason="distributed (pip install 'lectures-lib[cluster]')")
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    result = subprocess.run([sys.executable, "-m", "lectures_lib", "grade", str(folder),
+                             "--scheduler", "127.0.0.1:8786"], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "scheduler must be" in result.stderr and "127.0.0.1:8786" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# The client's side, without a cluster
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_task_is_named_by_the_submissions_path_and_content(tmp_path):
+    from lectures_lib.tooling.grading._cluster import _task_key
+
+    path = tmp_path / f"alice_{NAME}.ipynb"
+    key = _task_key(path, b"{}", "")
+    assert key == _task_key(path, b"{}", "")  # rescheduled or resubmitted: one task
+    assert key != _task_key(path, b"{ }", "")  # another content
+    assert key != _task_key(tmp_path / f"bob_{NAME}.ipynb", b"{}", "")  # another submission
+    assert key != _task_key(path, None, "it is a symbolic link")
+
+
+class _Finished:
+    def __init__(self, status, value):
+        self.status, self.value = status, value
+
+    def result(self):
+        return self.value
+
+    def exception(self):
+        return self.value
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_what_a_finished_task_becomes(tmp_path):
+    from lectures_lib.tooling.grading._cluster import WorkerRefused, _collect
+
+    path = tmp_path / f"alice_{NAME}.ipynb"
+    report = {"submission": str(path), "notebook": f"{NAME}.ipynb", "score": 4.0,
+              "max_score": 4.0, "manual_max_score": 2.0, "error": "", "exercises": []}
+    assert _collect(_Finished("finished", report), path, _Killed) == report
+    lost = _collect(_Finished("error", _Killed("worker died")), path, _Killed)
+    assert lost["score"] == 0 and "died while grading it" in lost["error"]
+    failed = _collect(_Finished("error", OSError("disk full")), path, _Killed)
+    assert "OSError: disk full" in failed["error"]
+    with pytest.raises(WorkerRefused, match="another version"):
+        _collect(_Finished("error", WorkerRefused("w1 has another version")), path, _Killed)
+    with pytest.raises(ValueError, match="missing"):  # a worker's answer is checked, as locally
+        _collect(_Finished("finished", {"score": 4.0}), path, _Killed)
