@@ -99,8 +99,24 @@ def _start(command: list[str], cwd: Path, log: Path) -> subprocess.Popen:
                             stderr=log.open("wb"), start_new_session=True)
 
 
+def _name(process) -> str | None:
+    """The process's name, or None once it has exited (a child listed a moment ago may be gone)."""
+    import psutil
+
+    try:
+        return process.name()
+    except psutil.NoSuchProcess:
+        return None
+
+
 def _sandboxes_of(process) -> list:
-    return [p for p in process.children(recursive=True) if p.name() == "bwrap"]
+    import psutil
+
+    try:
+        children = process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [p for p in children if _name(p) == "bwrap"]
 
 
 def _kill_machine(process) -> None:
