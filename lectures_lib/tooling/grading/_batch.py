@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ...utils import check_path
+from .._fair_clock import WALL_FACTOR
 from ._collect import COURSE_NOTEBOOKS, DEFAULT_TIMEOUT, _check_options
 from ._report import _check_report, _failed_report, to_json
 from ._run import _STUDENT_CHECKS, _check_sandbox, _student_checks
@@ -130,7 +131,7 @@ def _fork_and_grade(path: Path, args) -> dict:
             os._exit(0)
     os.close(write_fd)
     try:
-        data = _read_line(read_fd, time.monotonic() + args.timeout + _GRACE)
+        data = _read_line(read_fd, time.monotonic() + WALL_FACTOR * args.timeout + _GRACE)
         if data is None:
             os.killpg(pid, signal.SIGKILL)
     finally:
@@ -141,8 +142,8 @@ def _fork_and_grade(path: Path, args) -> dict:
         pass
     _, status = os.waitpid(pid, 0)
     if data is None:
-        return _failed_report(path, f"grading ran past {args.timeout + _GRACE:g} s and was "
-                                    "stopped")
+        return _failed_report(path, "grading ran past "
+                              f"{WALL_FACTOR * args.timeout + _GRACE:g} s and was stopped")
     return _parse_report(data, path, f"the grading process failed (exit status "
                                      f"{os.waitstatus_to_exitcode(status)})")
 
@@ -244,10 +245,11 @@ class _Zygote:
         except OSError:
             self.close()
             return _failed_report(path, "the grading process could not be started")
-        # its own guard stops the submission's grading at timeout + _GRACE; this one a zygote
-        # that broke (or is still importing under a heavy load)
+        # its own guard stops the submission's grading at WALL_FACTOR * timeout + _GRACE (the
+        # sandbox's limits are on a fair clock, each also WALL_FACTOR times as long on the wall
+        # clock); this one a zygote that broke (or is still importing under a heavy load)
         data = _read_line(self.process.stdout.fileno(),
-                          time.monotonic() + self.timeout + 2 * _GRACE)
+                          time.monotonic() + WALL_FACTOR * self.timeout + 2 * _GRACE)
         if not data:
             self.close()
             return _failed_report(path, "the grading process failed")

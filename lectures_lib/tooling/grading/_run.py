@@ -178,13 +178,15 @@ def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> di
     imports = _course_imports(course_nb)
     deadline = time.monotonic() + timeout
     call_timeout = max(1.0, min(10.0, timeout / 10))
+    from ...checks._base import timed_elsewhere
+
     with Session(cells, _student_checks(), deadline=deadline, sandbox=sandbox,
-                 call_timeout=call_timeout) as session:
+                 call_timeout=call_timeout) as session, timed_elsewhere():
         session.start()
         cell_errors: list = []
         for position, grade_id, source in tests:
             try:
-                if session.dead_reason and time.monotonic() < deadline and session.ran:
+                if session.dead_reason and session.clock.now() < deadline and session.ran:
                     session.close()  # a call ran out of time: a fresh run for the next test
                     session.start()
                 if session.ran < position or session.ran == 0:
