@@ -14,8 +14,8 @@ from pathlib import Path
 from ..exercises import exercise_cells as _exercise_cells
 from ..exercises import strip_solutions
 from ._collect import _plan
-from ._rules import rule_problem
 from ._report import _short, clean_text
+from ._rules import rule_problem
 
 
 class SandboxRefused(RuntimeError):
