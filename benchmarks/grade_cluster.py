@@ -15,10 +15,7 @@ timed: a cluster's workers are started before the class is graded.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from lectures_lib.tooling.grading._cluster import grade_on_cluster  # noqa: E402
 from lectures_lib.tooling.grading._collect import COURSE_NOTEBOOKS  # noqa: E402
+from lectures_lib.tooling.grading._local_cluster import local_cluster  # noqa: E402
 
-DASK = Path(sys.executable).parent / "dask"
 NOTEBOOK = ROOT / "notebooks" / "05_transformer_decoder.ipynb"
 
 
@@ -46,26 +43,6 @@ def _write_class(folder: Path, n: int) -> None:
             cell.source = annotated.source
     for i in range(n):
         nbformat.write(solved, folder / f"student{i:03d}_{NOTEBOOK.name}")
-
-
-def _cluster(workers: int, here: Path) -> tuple[str, list[subprocess.Popen]]:
-    address_file = here / f"scheduler-{workers}.json"
-    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                 cwd=here)
-    processes = [subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                   "--no-dashboard", "--scheduler-file", str(address_file)],
-                                  **quiet)]
-    while not address_file.exists() or not address_file.read_text().strip():
-        time.sleep(0.2)
-    address = json.loads(address_file.read_text())["address"]
-    processes += [subprocess.Popen([str(DASK), "worker", address, "--host", "127.0.0.1",
-                                    "--nthreads", "1", "--no-nanny", "--no-dashboard"], **quiet)
-                  for _ in range(workers)]
-    from distributed import Client
-
-    with Client(address, timeout=60) as client:
-        client.wait_for_workers(workers, timeout=300)
-    return address, processes
 
 
 def _warm(address: str, folder: Path, timeout: float) -> None:
@@ -95,8 +72,7 @@ def main() -> int:
         folder.mkdir()
         _write_class(folder, args.n)
         for workers in args.workers:
-            address, processes = _cluster(workers, here)
-            try:
+            with local_cluster(workers, here, logs=False) as (address, _):
                 _warm(address, folder, args.timeout)
                 load = os.getloadavg()
                 started = time.perf_counter()
@@ -105,13 +81,6 @@ def main() -> int:
                                               sandbox=True, progress=True)
                 seconds = time.perf_counter() - started
                 after = os.getloadavg()
-            finally:
-                for process in reversed(processes):
-                    try:
-                        os.killpg(process.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    process.wait()
             full = sum(r["score"] == r["max_score"] > 0 for r in reports)
             ok = ok and full == args.n == len(reports)
             rows.append((workers, seconds, 60 * len(reports) / seconds, full, load, after))

@@ -244,3 +244,48 @@ def test_first_cell_on_a_hosted_service_installs_the_library_and_goes_on(wheel, 
     assert "Successfully installed lectures-lib" in text, text
     location = "".join(o.get("text", "") for o in executed.cells[1].outputs).strip()
     assert Path(location).is_relative_to(venv), location
+
+
+def test_lab_from_the_installed_package_serves_a_copied_course(installed, tmp_path):
+    """`python -m lectures_lib lab` outside a clone: the course is copied into ./lectures-course
+    (the learner's folder, from the wheel) and JupyterLab is rooted there, on the student copies."""
+    import secrets
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    token, venv = secrets.token_hex(16), installed.parent.parent
+    log = open(tmp_path / "lab.log", "w+")
+    server = subprocess.Popen(
+        [str(installed), "-m", "lectures_lib", "lab", "--student", "--no-browser",
+         "--port", str(port), "--token", token, "--lang", "zh-TW"],
+        cwd=tmp_path, env=_clean_env(venv), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}/api/contents/student/zh-Hant?token={token}"
+        deadline, listing = time.monotonic() + 120, None
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    listing = json.load(response)
+                break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.5)
+        log.seek(0)
+        assert listing is not None, f"the lab did not answer:\n{log.read()[-3000:]}"
+        served = {item["name"] for item in listing["content"] if item["type"] == "notebook"}
+        assert served == set(ENGLISH), served
+        course = tmp_path / "lectures-course"
+        assert (course / "benchmarks" / "long_range.json").is_file()  # 07's stored run
+        assert (course / "README.zh-TW.md").is_file()
+        assert not (course / "notebooks").exists(), "the student route copies no solutions"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()

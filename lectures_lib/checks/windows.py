@@ -13,7 +13,8 @@ wider) -> ``(..., n, d_v)``, where query :math:`i` attends to the keys
 The checker compares it with dense attention under that mask, names the classic mistakes (a
 look-ahead, a window one too wide or narrow, a score of 0 where a weight of 0 was meant, the
 zero padding taken for keys, a missing scaling) and measures its memory at a length where an
-``N x N`` matrix would not fit its budget.
+``N x N`` matrix would not fit its budget: in the learner's process by counting its tensors, in
+the grader's sandbox (where the grader cannot see them) under the memory limit the kernel holds.
 """
 
 from __future__ import annotations
@@ -108,9 +109,11 @@ def _explain(got, q, k, v, past, label) -> None:
 @checker("causal_window_attention")
 def check_causal_window_attention(student_fn, hidden: bool = False) -> str:
     """Check ``student_fn(q, k, v, past) -> (..., n, d_v)`` against dense attention under the
-    causal window, then its memory at N = 1024 (1 head, past 2, d 4), where the N x N weights
-    alone would take 4 MiB; ``hidden=True`` adds shapes, float64 and a seed the student never
-    saw.
+    causal window, then its memory where its code runs: in this process, every tensor it makes
+    at N = 1024 (1 head, past 2, d 4), where the N x N weights alone would take 4 MiB; in the
+    grader's sandbox (``student_fn`` a stand-in whose type names ``sandbox_memory_bytes``), a call
+    at a length where the N x N weights need twice the sandbox's memory limit must return the
+    right answer. ``hidden=True`` adds shapes, float64 and a seed the student never saw.
 
     Mistake codes: ``not_implemented``, ``raised``, ``timed_out``, ``returned_none``,
     ``wrong_return_type``, ``wrong_shape``, ``nan``, ``looks_ahead``, ``window_off_by_one``,
@@ -130,6 +133,17 @@ def check_causal_window_attention(student_fn, hidden: bool = False) -> str:
         if not torch.allclose(got.to(dtype), _dense(q, k, v, _window(n, past)), rtol=1e-4, atol=1e-5):
             _explain(got.to(dtype), q, k, v, past, label)
 
+    extra = f" and {len(_HIDDEN_CASES)} hidden cases" if hidden else ""
+    agree = f"equal to dense attention under the causal window on {len(_CASES)} cases{extra}"
+    memory_limit = getattr(type(student_fn), "sandbox_memory_bytes", None)
+    if memory_limit is not None:  # the grader: the code runs in a sandbox, measured there
+        return f"{agree}, and {_fits_the_sandbox(student_fn, memory_limit(student_fn), generator)}"
+    return f"{agree}, and {_measured_here(student_fn, generator)}"
+
+
+def _measured_here(student_fn, generator: torch.Generator) -> str:
+    """The memory probe where the student's code runs in this process (the notebook): every
+    tensor it makes is counted (:func:`~lectures_lib.measure.peak_tensor_memory`)."""
     n, heads, past, d = _MEMORY_N, _MEMORY_HEADS, _MEMORY_PAST, _MEMORY_D
     q, k, v = (torch.randn(1, heads, n, d, generator=generator) for _ in range(3))
 
@@ -147,11 +161,69 @@ def check_causal_window_attention(student_fn, hidden: bool = False) -> str:
             f"at N = {n} (heads = {heads}, past = {past}, d = {d}) your function's tensors peaked at "
             f"{report.peak_bytes / 2**20:.1f} MiB (largest {tuple(report.largest_tensor_shape)}); "
             f"the budget is {budget / 2**20:.1f} MiB, and the N x N weights alone would be "
-            f"{dense_bytes / 2**20:.0f} MiB. Never build (n, n): give each query only its "
-            "past + 1 keys (pad past zero rows in front and take sliding windows, e.g. "
-            "`unfold`, or work in blocks).",
+            f"{dense_bytes / 2**20:.0f} MiB. {_ADVICE}",
         )
-    extra = f" and {len(_HIDDEN_CASES)} hidden cases" if hidden else ""
-    return (f"equal to dense attention under the causal window on {len(_CASES)} cases{extra}, and "
-            f"at N = {n} its tensors peaked at {report.peak_bytes / 2**20:.1f} MiB (the N x N "
+    return (f"at N = {n} its tensors peaked at {report.peak_bytes / 2**20:.1f} MiB (the N x N "
             f"weights alone would be {dense_bytes / 2**20:.0f} MiB).")
+
+
+_ADVICE = ("Never build (n, n): give each query only its past + 1 keys (pad past zero rows in "
+           "front and take sliding windows, e.g. `unfold`, or work in blocks of the band).")
+# What a call that ran out of memory in the sandbox comes back as (the error's name, or words of
+# its message: torch's allocator, the process killed at its limit).
+_OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "not enough memory", "SandboxError",
+                  "process ended")
+
+
+def _fit_length(memory_bytes: int) -> int:
+    """The sequence length at which one float32 N x N matrix needs twice ``memory_bytes``."""
+    n = 1024
+    while n * n * 4 < 2 * memory_bytes:
+        n *= 2
+    return n
+
+
+def banded_reference(q, k, v, past: int) -> torch.Tensor:
+    """Causal window attention without the N x N matrix: each query's past + 1 keys, by
+    ``unfold`` over the keys padded with ``past`` rows in front (the padded slots masked)."""
+    n, d = q.shape[-2], q.shape[-1]
+    pad_k = torch.nn.functional.pad(k, (0, 0, past, 0))  # (..., past + n, d)
+    pad_v = torch.nn.functional.pad(v, (0, 0, past, 0))  # (..., past + n, d_v)
+    keys = pad_k.unfold(-2, past + 1, 1)  # (..., n, d, past + 1): query i's keys i - past ... i
+    values = pad_v.unfold(-2, past + 1, 1)  # (..., n, d_v, past + 1)
+    scores = (q.unsqueeze(-1) * keys).sum(-2) / math.sqrt(d)  # (..., n, past + 1)
+    slot = torch.arange(past + 1)[None, :] + torch.arange(n)[:, None] - past  # (n, past + 1): j
+    weights = scores.masked_fill(slot < 0, float("-inf")).softmax(-1)  # (..., n, past + 1)
+    return (values * weights.unsqueeze(-2)).sum(-1)  # (..., n, d_v)
+
+
+def _fits_the_sandbox(student_fn, memory_bytes: int, generator: torch.Generator) -> str:
+    """The memory probe where the student's code runs in the grader's sandbox: nothing measured
+    here could see its tensors, and a measurement inside would be the submission's to fake.
+    Instead the call runs at a length where one N x N matrix needs twice the sandbox's memory
+    limit (which the kernel holds, :class:`~lectures_lib.tooling.sandbox.Limits`), and must
+    return the right answer there."""
+    n, heads, past, d = _fit_length(memory_bytes), _MEMORY_HEADS, _MEMORY_PAST, _MEMORY_D
+    q, k, v = (torch.randn(1, heads, n, d, generator=generator) for _ in range(3))
+    dense = f"{n * n * heads * 4 / 2**30:.0f} GiB"
+    limit = f"{memory_bytes / 2**30:.1f} GiB"
+    label = f"my_causal_window_attention at N = {n} (heads = {heads}, past = {past}, d = {d})"
+    try:
+        got = call(student_fn, q, k, v, past)
+    except Mistake as mistake:
+        if mistake.code == "raised" and any(word in str(mistake) for word in _OUT_OF_MEMORY):
+            raise Mistake("quadratic_memory", f"{label} ran out of memory under the grader's "
+                          f"limit of {limit}, where the N x N weights alone would be {dense}. "
+                          f"{_ADVICE}") from None
+        if mistake.code == "timed_out":
+            raise Mistake("timed_out", f"{label}: {mistake} A window of past + 1 keys per query "
+                          "takes well under a second there; work over all N keys per query "
+                          "(N^2 time, even in blocks) is what this exercise avoids.") from None
+        raise
+    got = expect_tensor(got, label, shape=(1, heads, n, d))
+    expected = banded_reference(q, k, v, past)
+    if not torch.allclose(got.to(expected.dtype), expected, rtol=1e-4, atol=1e-5):
+        raise Mistake("wrong_values", f"{label}: the output differs from attention under the "
+                      "causal window (it was right on the small cases: does it change with N?).")
+    return (f"at N = {n} it returned the right answer within the grader's memory limit of "
+            f"{limit}, where the N x N weights alone would be {dense}.")

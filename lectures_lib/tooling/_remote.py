@@ -67,6 +67,12 @@ class Remote:
     def __init__(self, session: Session, number: int, generation: int) -> None:
         self._session, self._number, self._generation = session, number, generation
 
+    def sandbox_memory_bytes(self) -> int:
+        """The memory limit the submission's process runs under (the kernel holds it): what a
+        check that must know where the code runs reads off the stand-in's *type*
+        (``type(fn).sandbox_memory_bytes(fn)``; never a request to the submission)."""
+        return int(self._session.limits.memory_bytes)
+
     def _ask(self, op: str, **fields) -> dict:
         if self._generation != self._session.generation:
             raise SandboxError("this object belonged to a run of the submission that was stopped")

@@ -70,8 +70,7 @@ def _run_tests(parts: list[str], workers: int) -> int:
 
 def _delegate(command: str, rest: list[str]) -> int:
     module = _DELEGATED[command][0]
-    if module == "lab":
-        clone_root("lab")
+    if module == "lab":  # in a clone, or on a copy of the installed course (lab --dir)
         from .lab import main as run
     elif module == "exercises":
         from .exercises import main as run

@@ -12,6 +12,12 @@ made from the Chinese notebooks), and tells the kernels the language (``LECTURES
 checkers answer in Chinese. JupyterLab's own menus follow its language pack, an option:
 ``pip install jupyterlab-language-pack-zh-CN`` (or ``-zh-TW``), then Settings > Language.
 
+Installed from the wheel (no clone), or with ``--dir DIR``, the lab is rooted at a folder of the
+learner's instead: ``DIR`` (default ``./lectures-course``), into which the course is first
+copied from the installed package (:func:`~lectures_lib.tooling.course.copy_course`: the
+notebooks or student copies of the language, the stored runs, the README; an existing file,
+which may hold the learner's work, is never overwritten).
+
 The server listens on 127.0.0.1 only. ``--port`` picks the port (default 8888; Jupyter moves to
 the next free one if it is taken), ``--no-browser`` keeps it headless, ``--token`` fixes the
 access token (default: Jupyter makes one and prints the URL). Stop it with Ctrl+C (twice) in the
@@ -80,6 +86,39 @@ def ensure_student_copies(notebooks: Path = NOTEBOOKS, student: Path = STUDENT) 
     return written
 
 
+def is_clone(root: Path = ROOT) -> bool:
+    """Whether ``root`` is the course's repository (not an installed package's folder)."""
+    return (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir()
+
+
+def _serve(command: list[str], language: str) -> int:
+    print("Stop JupyterLab with Ctrl+C twice here, or File > Shut Down in the lab.", flush=True)
+    server = subprocess.Popen(command, env={**os.environ, "LECTURES_LANG": language})
+    # A SIGTERM to this launcher (a test harness, `kill`) stops the server and its kernels too.
+    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+    while True:
+        try:
+            return server.wait()
+        except KeyboardInterrupt:  # the server got Ctrl+C too: let it shut its kernels down
+            continue
+
+
+def _lab_in_folder(args, language: str, folder: Path) -> int:
+    """The lab rooted at the learner's ``folder``, the course copied there from the package."""
+    from .course import LANGUAGE_FOLDERS, copy_course
+
+    folder = folder.resolve()
+    report = copy_course(folder, student=args.student, language=language)
+    print(report.summary(folder))
+    open_on = ("student" if args.student else "notebooks") + (
+        f"/{LANGUAGE_FOLDERS[language]}" if LANGUAGE_FOLDERS[language] else "")
+    if language != "en":
+        _language_pack_hint(language)
+    print(f"JupyterLab opens on {folder / open_on}")
+    return _serve(lab_command(root=folder, port=args.port, open_browser=not args.no_browser,
+                              token=args.token, open_on=open_on), language)
+
+
 def language_folders(language: str = "en") -> tuple[Path, Path]:
     """(notebooks, student copies) of ``language``: ``notebooks/``, or ``notebooks/zh-Hans/`` ..."""
     if language == "en":
@@ -112,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", default="en",
                         help="en (default), zh-CN / zh-Hans or zh-TW / zh-Hant: the notebooks' "
                              "language (the Chinese ones are in notebooks/zh-Hans, zh-Hant)")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="root the lab at this folder, copying the course into it first "
+                             "(the default outside a clone: ./lectures-course)")
     args = parser.parse_args(argv)
     from ..checks.messages import normalise_language
 
@@ -119,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         language = normalise_language(args.lang)
     except ValueError as error:
         parser.error(f"--lang: {error}")
+    if args.dir is not None or not is_clone():
+        return _lab_in_folder(args, language, args.dir or Path.cwd() / "lectures-course")
     notebooks, student = language_folders(language)
     if not any(notebooks.glob("*.ipynb")):
         print(f"error: {notebooks.relative_to(ROOT)} holds no notebook: the {language} notebooks "
@@ -138,17 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("Opening the instructor's notebooks/ (solutions filled in). To work on your own "
               "copies, run `make lab-student` (python -m lectures_lib lab --student).")
-    command = lab_command(port=args.port, open_browser=not args.no_browser, token=args.token,
-                          open_on=open_on)
-    print("Stop JupyterLab with Ctrl+C twice here, or File > Shut Down in the lab.", flush=True)
-    server = subprocess.Popen(command, env={**os.environ, "LECTURES_LANG": language})
-    # A SIGTERM to this launcher (a test harness, `kill`) stops the server and its kernels too.
-    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
-    while True:
-        try:
-            return server.wait()
-        except KeyboardInterrupt:  # the server got Ctrl+C too: let it shut its kernels down
-            continue
+    return _serve(lab_command(port=args.port, open_browser=not args.no_browser,
+                              token=args.token, open_on=open_on), language)
 
 
 if __name__ == "__main__":

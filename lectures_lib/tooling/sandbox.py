@@ -47,8 +47,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..checks._time_limit import TimedOut
 from . import _cgroups as cgroups
 from . import wire
+from ._fair_clock import WALL_FACTOR, FairClock
 from ._remote import Remote, RemoteError, SandboxError, _error
 from ._student_view import LIBRARY, student_checks
 
@@ -244,11 +246,19 @@ def _unsandboxed_command(job: Path, checks: Path) -> tuple[list[str], dict]:
 # --------------------------------------------------------------------------------------------
 
 
+class SandboxTimedOut(SandboxError, TimedOut):
+    """The submission's code ran past a time limit (a check reads it as ``timed_out``)."""
+
+
 class Session:
     """One submission's worker: started on :meth:`start`, ended (every process) on :meth:`close`.
 
-    ``deadline`` (``time.monotonic()`` seconds) bounds every wait: past it, the worker is killed
-    and :class:`SandboxError` says so.
+    ``deadline`` bounds every wait: past it, the worker is killed and :class:`SandboxError` says
+    so. Time limits (``deadline``, ``call_timeout``, a check's limit for one call) are kept on the
+    session's :class:`~lectures_lib.tooling._fair_clock.FairClock`, which does not count the time
+    the sandbox waited for a CPU that a neighbour held, so a busy machine does not change a
+    grade; each is also a wall-clock limit :data:`WALL_FACTOR` times as long. ``deadline`` is
+    given in ``time.monotonic()`` seconds (the clocks agree when the session is made).
     """
 
     def __init__(self, cells: list[str], checks: Path, *, deadline: float, sandbox: bool = True,
@@ -264,6 +274,8 @@ class Session:
         self.ran = 0
         self.dead_reason = ""
         self.reply_deadline = deadline
+        self.clock = FairClock()
+        self.wall_deadline = time.monotonic() + WALL_FACTOR * max(0.0, deadline - time.monotonic())
         self._folder: tempfile.TemporaryDirectory | None = None
         self._group: cgroups.Group | None = None
 
@@ -289,6 +301,9 @@ class Session:
         os.close(to_worker_r)
         os.close(from_worker_w)
         self._out, self._in = to_worker_w, from_worker_r
+        root = self.process.pid
+        self.clock.watch(self._group.pids if self._group is not None
+                         else FairClock.of_tree(root)._processes)
         self.generation += 1
         self.ran = 0
         self.dead_reason = ""
@@ -339,18 +354,29 @@ class Session:
 
     # -- requests --------------------------------------------------------------------------
     def request(self, message: dict, timeout: float | None = None) -> dict:
-        """Send one request, wait for its answer (bounded by ``timeout`` and the deadline)."""
+        """Send one request, wait for its answer (bounded by ``timeout`` and the deadline, on the
+        fair clock, and by :data:`WALL_FACTOR` times each on the wall clock)."""
         if self.process is None or self.dead_reason:
             raise SandboxError(self.dead_reason or "the submission's process is not running")
-        limit = min(self.deadline, time.monotonic() + (timeout or self.call_timeout) + 1.0)
-        self.reply_deadline = limit  # decoding the reply counts in the call's time too
+        seconds = (timeout or self.call_timeout) + 1.0
+        limit = min(self.deadline, self.clock.now() + seconds)
+        wall_limit = min(self.wall_deadline, time.monotonic() + WALL_FACTOR * seconds)
+        self.reply_deadline = wall_limit  # decoding the reply counts in the call's time too
 
         def wait() -> None:
-            left = limit - time.monotonic()
-            if left <= 0 or not select.select([self._in], [], [], left)[0]:
-                over = "the submission's time limit" if limit >= self.deadline else \
-                    f"the time limit of {timeout or self.call_timeout:g} s for one call"
-                raise self._die(f"the submission's code ran past {over} and was stopped")
+            while True:
+                self.clock.tick()
+                left, wall_left = limit - self.clock.now(), wall_limit - time.monotonic()
+                if min(left, wall_left) <= 0:
+                    over = "the submission's time limit" if limit >= self.deadline else \
+                        f"the time limit of {timeout or self.call_timeout:g} s for one call"
+                    if wall_left <= 0:
+                        over += (f" (stopped on the wall clock, at {WALL_FACTOR:g} times the "
+                                 "limit: its processes kept one another waiting for the CPU)")
+                    self._die(f"the submission's code ran past {over} and was stopped")
+                    raise SandboxTimedOut(self.dead_reason)
+                if select.select([self._in], [], [], min(FairClock.POLL, left, wall_left))[0]:
+                    return
 
         try:
             wire.write_frame(self._out, message)
@@ -369,7 +395,7 @@ class Session:
     def run_until(self, upto: int) -> list[list]:
         """Run the submission's cells before index ``upto``; returns [[cell, error], ...]."""
         reply = self.request({"op": "run", "upto": int(upto)},
-                             timeout=max(1.0, self.deadline - time.monotonic()))
+                             timeout=max(1.0, self.deadline - self.clock.now()))
         self.ran = upto
         value = self.value(reply)
         try:

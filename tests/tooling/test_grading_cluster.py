@@ -26,12 +26,12 @@ import nbformat
 import pytest
 
 from lectures_lib.tooling.grading import write_atomic
+from lectures_lib.tooling.grading._local_cluster import local_cluster
 
 from ..conftest import require_system_package
 from .test_grading import NAME, _submission
 
 TIMEOUT = 60
-DASK = Path(sys.executable).parent / "dask"
 
 
 def test_a_failed_write_leaves_the_old_gradebook_and_no_temporary_file(tmp_path, monkeypatch):
@@ -94,11 +94,6 @@ def _batch(folder: Path) -> list[str]:
     return names + [twin.name, f"garbage_{NAME}.ipynb"]
 
 
-def _start(command: list[str], cwd: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=log.open("wb"), start_new_session=True)
-
-
 def _name(process) -> str | None:
     """The process's name, or None once it has exited (a child listed a moment ago may be gone)."""
     import psutil
@@ -134,33 +129,9 @@ def cluster(tmp_path_factory):
     pytest.importorskip("distributed", reason="distributed (pip install 'lectures-lib[cluster]')")
     psutil = pytest.importorskip("psutil")
     here = tmp_path_factory.mktemp("cluster")
-    address_file = here / "scheduler.json"
-    processes = [_start([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                         "--no-dashboard", "--scheduler-file", str(address_file)],
-                        here, here / "scheduler.log")]
-    try:
-        end = time.monotonic() + 120
-        while not address_file.exists() or not address_file.read_text().strip():
-            assert time.monotonic() < end, (here / "scheduler.log").read_text()[-2000:]
-            time.sleep(0.2)
-        address = json.loads(address_file.read_text())["address"]
+    with local_cluster(2, here, timeout=180) as (address, processes):
         assert address.startswith("tcp://127.0.0.1:"), address
-        workers = [_start([str(DASK), "worker", address, "--host", "127.0.0.1", "--nthreads",
-                           "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}"],
-                          here, here / f"worker{i}.log") for i in range(2)]
-        processes += workers
-        from distributed import Client
-
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=180)
-        yield address, [psutil.Process(w.pid) for w in workers], here
-    finally:
-        for process in reversed(processes):
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait()
+        yield address, [psutil.Process(w.pid) for w in processes[1:]], here
 
 
 def _grade(args: list[str], output: Path, cwd: Path) -> subprocess.Popen:

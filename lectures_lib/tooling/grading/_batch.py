@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ...utils import check_path
+from .._fair_clock import WALL_FACTOR
 from ._collect import COURSE_NOTEBOOKS, DEFAULT_TIMEOUT, _check_options
 from ._report import _check_report, _failed_report, to_json
 from ._run import _STUDENT_CHECKS, _check_sandbox, _student_checks
@@ -116,11 +117,13 @@ def _fork_and_grade(path: Path, args) -> dict:
     """Grade ``path`` in a forked copy of this process (the grader already imported): its state,
     whatever the submission's answers did to it, ends with it."""
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the grading process of this submission
         try:
             os.close(read_fd)
             os.setpgid(0, 0)
+            _die_with(parent)
             _limit_memory(GRADER_MEMORY)
             report = _grade_one(path, args)
             data = memoryview(to_json(report).encode() + b"\n")
@@ -129,8 +132,9 @@ def _fork_and_grade(path: Path, args) -> dict:
         finally:
             os._exit(0)
     os.close(write_fd)
+    _GRADING[0] = pid
     try:
-        data = _read_line(read_fd, time.monotonic() + args.timeout + _GRACE)
+        data = _read_line(read_fd, time.monotonic() + WALL_FACTOR * args.timeout + _GRACE)
         if data is None:
             os.killpg(pid, signal.SIGKILL)
     finally:
@@ -141,8 +145,8 @@ def _fork_and_grade(path: Path, args) -> dict:
         pass
     _, status = os.waitpid(pid, 0)
     if data is None:
-        return _failed_report(path, f"grading ran past {args.timeout + _GRACE:g} s and was "
-                                    "stopped")
+        return _failed_report(path, "grading ran past "
+                              f"{WALL_FACTOR * args.timeout + _GRACE:g} s and was stopped")
     return _parse_report(data, path, f"the grading process failed (exit status "
                                      f"{os.waitstatus_to_exitcode(status)})")
 
@@ -194,10 +198,47 @@ def _preload() -> None:
     worker._python_source("%time x = 1")  # IPython's input transformer
 
 
+_PARENT_ENV = "LECTURES_ZYGOTE_PARENT"  # the pid of the process that started the zygote
+_GRADING = [0]  # the zygote's grading process now (its process group), 0 when none
+
+
+def _die_with(parent: int) -> None:
+    """SIGKILL this process when ``parent`` (the thread that forked it) ends (Linux's
+    ``PR_SET_PDEATHSIG``); if it has already ended, end now."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _orphan_watch(parent: int) -> None:
+    """In the zygote: when the process that started it (a grade command, a Dask worker) dies,
+    kill the grading process now running (its sandbox ends with it) and exit, so a lost worker
+    leaves no grading behind. (A thread that polls: a worker's task thread may end while the
+    worker lives, so PR_SET_PDEATHSIG, which follows the forking *thread*, cannot be used.)"""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        if _GRADING[0]:
+            try:
+                os.killpg(_GRADING[0], signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        os._exit(1)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
+
+
 def _zygote_main(argv: list[str]) -> int:
     """Internal: grade the submissions named on stdin (a JSON line each), one forked grading
     process each; print each report as a JSON line."""
     args = _one_parser("_zygote").parse_args(argv)
+    _orphan_watch(int(os.environ.get(_PARENT_ENV, os.getppid())))
     requests, reports = os.dup(0), os.dup(1)
     quiet = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # what the grading processes print goes nowhere
@@ -237,17 +278,19 @@ class _Zygote:
         if self.process is None or self.process.poll() is not None:
             self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                            env=_grader_env(self.timeout))
+                                            env={**_grader_env(self.timeout),
+                                                 _PARENT_ENV: str(os.getpid())})
         try:
             self.process.stdin.write(json.dumps({"path": str(path)}).encode() + b"\n")
             self.process.stdin.flush()
         except OSError:
             self.close()
             return _failed_report(path, "the grading process could not be started")
-        # its own guard stops the submission's grading at timeout + _GRACE; this one a zygote
-        # that broke (or is still importing under a heavy load)
+        # its own guard stops the submission's grading at WALL_FACTOR * timeout + _GRACE (the
+        # sandbox's limits are on a fair clock, each also WALL_FACTOR times as long on the wall
+        # clock); this one a zygote that broke (or is still importing under a heavy load)
         data = _read_line(self.process.stdout.fileno(),
-                          time.monotonic() + self.timeout + 2 * _GRACE)
+                          time.monotonic() + WALL_FACTOR * self.timeout + 2 * _GRACE)
         if not data:
             self.close()
             return _failed_report(path, "the grading process failed")

@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 
 from ..exercises import exercise_cells as _exercise_cells
+from ..exercises import strip_solutions
 from ._collect import _plan
 from ._report import _short, clean_text
+from ._rules import rule_problem
 
 
 class SandboxRefused(RuntimeError):
@@ -51,57 +53,30 @@ def _free_names(source: str) -> list[str]:
     return [name for name in dict.fromkeys(loaded) if name not in bound]
 
 
-# With a rule to enforce, a solution may not reach names indirectly either.
-_INDIRECT = {"getattr", "setattr", "exec", "eval", "compile", "__import__", "importlib",
-             "globals", "vars", "locals", "__dict__", "_C", "__getattribute__"}
+REVIEW = "for a human to review: "  # how a test flagged by an exercise's rule begins
 
 
-def _rule_broken(sources: list[str], checks: list) -> str:
-    """The first place the exercise's solution breaks a rule its checkers state, or ''."""
-    from ..worker import _python_source
-
-    forbidden = [word for check in checks for word in getattr(check, "forbidden", ())]
-    limits = {k: v for check in checks for k, v in getattr(check, "positional_limit", {}).items()}
-    if not forbidden and not limits:
-        return ""
-    for source in sources:
-        try:
-            tree = ast.parse(_python_source(source))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            words = []
-            if isinstance(node, ast.Name):
-                words.append(node.id)
-            elif isinstance(node, ast.Attribute):
-                words.append(node.attr)
-            elif isinstance(node, ast.keyword):
-                if node.arg is None:
-                    return ("it passes keyword arguments with ** (the exercise's rule forbids "
-                            f"{', '.join(map(repr, forbidden))}: pass them by name)")
-                words.append(node.arg)
-            elif isinstance(node, ast.alias):
-                words += [node.name, node.asname or ""]
-            elif isinstance(node, ast.Call):
-                called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
-                    node.func, "id", "")
-                if called in limits and (len(node.args) > limits[called] or any(
-                        isinstance(arg, ast.Starred) for arg in node.args)):
-                    return (f"it passes {len(node.args)} positional arguments to {called} (at "
-                            f"most {limits[called]}: the next one is forbidden by the exercise)")
-            for word in words:
-                if word in forbidden:
-                    return f"it uses `{word}`, which the exercise forbids"
-                if word in _INDIRECT:
-                    return (f"it uses `{word}`: an exercise with a rule (no "
-                            f"{', '.join(map(repr, forbidden))}) is solved without reaching "
-                            "names indirectly")
-    return ""
+def _rule_broken(sources: list[str], checks: list, earlier: list[str] = (),
+                 course_imports: str = "", trusted: set[str] = frozenset()) -> str:
+    """Why the exercise's solution (``sources``) breaks or may break a rule its checkers state,
+    or '' (:func:`~lectures_lib.tooling.grading._rules.rule_problem`)."""
+    kind, why = rule_problem(list(sources), list(earlier), course_imports, checks, set(trusted))
+    if kind == "review":
+        return (f"{REVIEW}the exercise has a rule ({_words(checks)}) and its solution cannot be "
+                f"read as keeping it: {why}. It earns nothing until an instructor looks.")
+    return f"the solution breaks the exercise's rule: {why}" if kind else ""
 
 
-def _run_test(source: str, imports: str, session, solution: list[str] = ()) -> tuple[bool, str]:
+def _words(checks: list) -> str:
+    words = sorted({word for check in checks for word in getattr(check, "forbidden", ())})
+    return "no " + ", ".join(f"`{word}`" for word in words) if words else "a stated limit"
+
+
+def _run_test(source: str, imports: str, session, solution: list[str] = (),
+              earlier: list[str] = (), trusted: set[str] = frozenset()) -> tuple[bool, str]:
     """Run one course test cell here; (passed, message). The student's names are stand-ins;
-    ``solution`` is the exercise's source, held to the rules its checkers state."""
+    ``solution`` is the exercise's source, held to the rules its checkers state (``earlier``:
+    the program's cells before it; ``trusted``: the course's own cells' sources)."""
     from ..sandbox import SandboxError
 
     shown: list = []
@@ -110,9 +85,9 @@ def _run_test(source: str, imports: str, session, solution: list[str] = ()) -> t
     namespace["display"] = lambda *objects, **_: shown.extend(objects)
     checks = [value for value in namespace.values()  # the checkers this test cell calls
               if hasattr(value, "forbidden") and getattr(value, "__name__", "?") in source]
-    broken = _rule_broken(list(solution), checks)
+    broken = _rule_broken(list(solution), checks, list(earlier), imports, trusted)
     if broken:
-        return False, f"the solution breaks the exercise's rule: {broken}"
+        return False, broken
     try:
         for name in _free_names(source):
             if name in namespace or hasattr(builtins, name):
@@ -176,15 +151,19 @@ def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> di
     if not tests:
         return results
     imports = _course_imports(course_nb)
+    trusted = {strip_solutions(course_nb.cells[index].source).strip()
+               for index in _exercise_cells(course_nb)}  # the course's own cells, as released
     deadline = time.monotonic() + timeout
     call_timeout = max(1.0, min(10.0, timeout / 10))
+    from ...checks._base import timed_elsewhere
+
     with Session(cells, _student_checks(), deadline=deadline, sandbox=sandbox,
-                 call_timeout=call_timeout) as session:
+                 call_timeout=call_timeout) as session, timed_elsewhere():
         session.start()
         cell_errors: list = []
         for position, grade_id, source in tests:
             try:
-                if session.dead_reason and time.monotonic() < deadline and session.ran:
+                if session.dead_reason and session.clock.now() < deadline and session.ran:
                     session.close()  # a call ran out of time: a fresh run for the next test
                     session.start()
                 if session.ran < position or session.ran == 0:
@@ -194,7 +173,8 @@ def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> di
                 report["error"] = report["error"] or _short(str(error))
                 continue
             previous = max([p for p, _, _ in tests if p < position], default=0)
-            passed, message = _run_test(source, imports, session, cells[previous:position])
+            passed, message = _run_test(source, imports, session, cells[previous:position],
+                                        cells[:previous], trusted)
             if not passed and cell_errors:
                 index, problem = cell_errors[0]
                 message += f" (cell {index + 1} of your exercises raised {problem})"

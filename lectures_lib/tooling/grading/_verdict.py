@@ -18,7 +18,7 @@ from ._collect import (
     read_submission,
 )
 from ._report import _short, clean_text
-from ._run import _check_sandbox, _grade_tests
+from ._run import REVIEW, _check_sandbox, _grade_tests
 
 
 def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
@@ -27,7 +27,9 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
     """Grade one submitted notebook; returns the report (see the module docstring).
 
     ``{"submission", "notebook", "score", "max_score", "manual_max_score", "error",
-    "exercises": [{"id", "title", "points", "max_points", "passed", "manual", "message"}]}``;
+    "exercises": [{"id", "title", "points", "max_points", "passed", "manual", "message",
+    "review"}]}``; ``review`` is True where an exercise's rule flagged the solution for a human
+    (it earned nothing; an instructor decides);
     ``passed`` is None for a written answer (graded by hand). ``notebook`` names the assignment
     (a course notebook's name); ``sandbox=False`` runs the submission without a sandbox (only in
     a throwaway machine); with ``sandbox=True`` and none available it raises
@@ -86,7 +88,7 @@ def _fill_rows(report, entries, results, submission) -> None:
     for entry in entries:
         row = {"id": entry["id"], "title": clean_text(entry["title"]),
                "max_points": entry["max_points"], "points": 0.0, "passed": None,
-               "manual": not entry["tests"], "message": ""}
+               "manual": not entry["tests"], "message": "", "review": False}
         if entry["tests"]:
             share = entry["max_points"] / len(entry["tests"])
             outcomes = [results.get(gid, (False, report["error"] or "not graded"))
@@ -94,6 +96,7 @@ def _fill_rows(report, entries, results, submission) -> None:
             row["passed"] = all(ok for ok, _ in outcomes)
             row["points"] = sum(share for ok, _ in outcomes if ok)
             row["message"] = "; ".join(message for _, message in outcomes)
+            row["review"] = any(message.startswith(REVIEW) for _, message in outcomes)
             report["max_score"] += entry["max_points"]
             report["score"] += row["points"]
         else:
