@@ -262,8 +262,10 @@ class Session:
     """
 
     def __init__(self, cells: list[str], checks: Path, *, deadline: float, sandbox: bool = True,
-                 limits: Limits = Limits(), call_timeout: float = 10.0) -> None:
+                 limits: Limits = Limits(), call_timeout: float = 10.0,
+                 task_key: str | None = None) -> None:
         self.cells = list(cells)
+        self.task_key = task_key  # the graded task variant (checks._base.task_key), or None
         self.checks = checks
         self.deadline = deadline
         self.sandbox = sandbox
@@ -285,7 +287,8 @@ class Session:
         self._folder = tempfile.TemporaryDirectory(prefix="lectures-job-")
         job = Path(self._folder.name)
         (job / "spec.json").write_text(json.dumps(
-            {"cells": self.cells, "limits": self.limits.as_spec()}), encoding="utf-8")
+            {"cells": self.cells, "limits": self.limits.as_spec(), "task_key": self.task_key}),
+            encoding="utf-8")
         os.chmod(job, 0o755)
         os.chmod(job / "spec.json", 0o644)
         if self.sandbox:

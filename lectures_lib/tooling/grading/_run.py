@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import json
 import os
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..exercises import exercise_cells as _exercise_cells
@@ -143,6 +145,19 @@ def _check_sandbox(sandbox: object, allow_root_without_cgroup: object = False) -
     return sandbox
 
 
+@contextmanager
+def _variant(key: str | None):
+    """The checkers here draw the task variant ``key`` (the sandbox's data follow it too)."""
+    from ...checks._base import set_task_variant, task_variant
+
+    before = task_variant()
+    set_task_variant(key)
+    try:
+        yield
+    finally:
+        set_task_variant(before)
+
+
 def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> dict:
     from ..sandbox import SandboxError, Session
 
@@ -155,10 +170,14 @@ def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> di
                for index in _exercise_cells(course_nb)}  # the course's own cells, as released
     deadline = time.monotonic() + timeout
     call_timeout = max(1.0, min(10.0, timeout / 10))
-    from ...checks._base import timed_elsewhere
+    # With a secret, the trained exercises' data (in the sandbox and in the checkers here) are
+    # this submission's own variant of each task: weights trained before grading do not fit.
+    from ...checks._base import task_key, timed_elsewhere
 
+    key = task_key(json.dumps(cells))
     with Session(cells, _student_checks(), deadline=deadline, sandbox=sandbox,
-                 call_timeout=call_timeout) as session, timed_elsewhere():
+                 call_timeout=call_timeout, task_key=key) as session, _variant(key), \
+            timed_elsewhere():
         session.start()
         cell_errors: list = []
         for position, grade_id, source in tests:
