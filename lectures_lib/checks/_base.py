@@ -35,6 +35,15 @@ from functools import wraps
 
 import torch
 
+from ._secrets import (
+    SECRET_ENV,
+    _secret,
+    secret_fingerprint,
+    set_task_variant,
+    task_key,
+    task_variant,
+    task_variant_generator,
+)
 from ._time_limit import TimedOut, limited
 
 __all__ = [
@@ -65,24 +74,6 @@ TIMED_OUT = "timed_out"
 DEFAULT_TIMEOUT = float(os.environ.get("LECTURES_CHECK_TIMEOUT", "10"))
 # How much of what the student's function printed is kept in ``result.output``.
 OUTPUT_EXCERPT = 160
-# The instructor's grading secret (set by ``grade --secret-file``, or by hand): with it, every
-# checker draws its probes from seeds derived from the secret instead of the public ones.
-SECRET_ENV = "LECTURES_GRADING_SECRET"
-
-
-def _secret() -> bytes | None:
-    secret = os.environ.get(SECRET_ENV, "")
-    return secret.encode() if secret else None
-
-
-def secret_fingerprint() -> str | None:
-    """A short, non-reversible name of the grading secret in use (None: the public probes)."""
-    secret = _secret()
-    if secret is None:
-        return None
-    return hashlib.sha256(b"lectures-fingerprint:" + secret).hexdigest()[:12]
-
-
 def probe_seed(public_seed: int, what: str = "") -> int:
     """The seed a checker draws probes (or held-out data) with.
 
@@ -106,48 +97,6 @@ def probe_seed(public_seed: int, what: str = "") -> int:
 def probe_generator(public_seed: int, what: str = "") -> torch.Generator:
     """A CPU ``torch.Generator`` seeded with :func:`probe_seed` (``public_seed``, ``what``)."""
     return torch.Generator().manual_seed(probe_seed(public_seed, what))
-
-
-# The task variant of the submission being graded (issue 33): the trained exercises' data helpers
-# (``checks.trained``) draw their data from it, in the sandbox (the worker sets it from the job's
-# spec before the submission's first cell) and in the grader (the checker's held-out data), so
-# weights trained before the grading, on the public task, do not fit. None: the public task.
-_TASK_VARIANT: list[str | None] = [None]
-
-
-def task_key(content: str) -> str | None:
-    """The key of the task variant a submission is graded on (None without a grading secret).
-
-    HMAC-SHA256 of the instructor's secret and the SHA-256 of ``content`` (the submission's
-    cells), so it is never the secret itself, and a key seen in one graded run (the student's
-    code can read it in the sandbox) is no use to another submission: pasting the weights trained
-    on it changes the content, hence the key."""
-    secret = _secret()
-    if secret is None:
-        return None
-    digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
-    return hmac.new(secret, f"task-variant/{digest}".encode(), hashlib.sha256).hexdigest()[:32]
-
-
-def set_task_variant(key: str | None) -> None:
-    """Make ``key`` (a :func:`task_key`, or None: the public task) this process's task variant."""
-    if key is not None and (not isinstance(key, str) or not key.isalnum() or len(key) > 64):
-        raise ValueError(f"key must be a task_key() (hex digits) or None, got {key!r:.80}")
-    _TASK_VARIANT[0] = key
-
-
-def task_variant() -> str | None:
-    """This process's task variant key (None: the public task)."""
-    return _TASK_VARIANT[0]
-
-
-def task_variant_generator(task: str) -> torch.Generator | None:
-    """A CPU generator for the variant of ``task`` (a data helper's name), or None (public)."""
-    key = _TASK_VARIANT[0]
-    if key is None:
-        return None
-    digest = hashlib.sha256(f"{key}/{task}".encode()).digest()
-    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "big") & (2**63 - 1))
 
 
 @dataclass(frozen=True)
@@ -305,10 +254,22 @@ _current = threading.local()
 
 
 def _run() -> _Run:
+    """The running check's :class:`_Run`; outside a check (tests, notebooks calling
+    :func:`call`), a fresh one with the defaults that is *not* installed: only a check's run may
+    be read as a check's limit by others (the grader's stand-ins for the sandbox's objects)."""
     run = getattr(_current, "run", None)
-    if run is None:  # `call` used outside a check (tests, notebooks): the defaults
-        run = _current.run = _Run()
-    return run
+    return _Run() if run is None else run
+
+
+@contextmanager
+def running(run: _Run | None = None):
+    """Within: ``run`` (default: the current check's, or a fresh one) is the current run."""
+    outer = getattr(_current, "run", None)
+    _current.run = run or outer or _Run()
+    try:
+        yield _current.run
+    finally:
+        _current.run = outer
 
 
 @contextmanager

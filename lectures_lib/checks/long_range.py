@@ -16,7 +16,8 @@ import torch
 
 from ..data import binding_task
 from ._base import Mistake, checker, probe_generator, probe_seed
-from .trained import _logits, _trained, _verdict, _weights_do_the_work
+from ._weights import _weights_do_the_work
+from .trained import _logits, _trained, _verdict
 
 __all__ = ["BINDING_SEQ_LEN", "BINDING_NEEDED", "check_binding_model"]
 

@@ -53,21 +53,40 @@ import os
 import sys
 import weakref
 from contextlib import redirect_stderr
-from typing import NamedTuple
 
 import torch
 
 from ._base import (
     Mistake,
-    _run,
     call,
     checker,
     expect_finite,
     expect_tensor,
-    probe_generator,
     probe_seed,
-    task_variant_generator,
+    running,
 )
+from ._trained_tasks import (
+    _HELD_OUT_SEED,
+    REVERSE_BOS_ID,
+    REVERSE_EOS_ID,
+    REVERSE_LEN,
+    REVERSE_PAD_ID,
+    REVERSE_VOCAB_SIZE,
+    SKIP_FLIP_IGNORE_INDEX,
+    SKIP_FLIP_PAD_ID,
+    SORT_SEQ_LEN,
+    SORT_VOCAB_SIZE,
+    VARIANT_MAX_OVERLAP,
+    ReversePairs,
+    make_reverse_pairs,
+    make_skip_flip_task,
+    make_sort_data,
+    reverse_task,
+    reverse_variant,
+    sort_task,
+    sort_variant,
+)
+from ._weights import _state, _weights_do_the_work
 
 __all__ = [
     "SKIP_FLIP_PAD_ID",
@@ -83,6 +102,7 @@ __all__ = [
     "REVERSE_EOS_ID",
     "ReversePairs",
     "make_reverse_pairs",
+    "VARIANT_MAX_OVERLAP",
     "sort_variant",
     "sort_task",
     "reverse_variant",
@@ -93,7 +113,6 @@ __all__ = [
     "trained",
 ]
 
-SKIP_FLIP_PAD_ID, SKIP_FLIP_IGNORE_INDEX = 2, -100
 # Seconds a training function may take (the notebooks' take a few seconds on a 2-core CPU).
 TRAIN_TIMEOUT = float(os.environ.get("LECTURES_TRAIN_TIMEOUT", "120"))
 _TRAINED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -130,14 +149,14 @@ def _trained(given, what: str):
         return _TRAINED[given]
     except (KeyError, TypeError):
         pass
-    run = _run()
-    limit, run.timeout = run.timeout, TRAIN_TIMEOUT
-    run.capture = False  # training shows its progress bar as usual, but on stdout: nbgrader
-    try:  # scores a test cell that wrote to stderr 0 points
-        with redirect_stderr(sys.stdout):
-            model = call(given)
-    finally:
-        run.timeout, run.capture = limit, True
+    with running() as run:  # a check's run, or one for this call alone
+        limit, run.timeout = run.timeout, TRAIN_TIMEOUT
+        run.capture = False  # training shows its progress bar as usual, but on stdout: nbgrader
+        try:  # scores a test cell that wrote to stderr 0 points
+            with redirect_stderr(sys.stdout):
+                model = call(given)
+        finally:
+            run.timeout, run.capture = limit, True
     if not callable(model):
         raise Mistake("wrong_return_type", f"your training function should return {what}, "
                       f"got {type(model).__name__}.")
@@ -146,123 +165,6 @@ def _trained(given, what: str):
     except TypeError:
         pass
     return model
-_HELD_OUT_SEED = 90210  # never used by a notebook
-
-
-def make_skip_flip_task(n_sequences: int, min_len: int = 8, max_len: int = 16, *, seed: int = 0):
-    """``(tokens, labels)``: random bits then padding (``SKIP_FLIP_PAD_ID``); ``labels[b, i] =
-    1`` when bit ``i`` differs from bit ``i - 2`` (two to the left), else 0;
-    ``SKIP_FLIP_IGNORE_INDEX`` on the first two tokens and on padding. Deterministic in ``seed``."""
-    generator = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(min_len, max_len + 1, (n_sequences,), generator=generator)
-    real = torch.arange(max_len)[None, :] < lengths[:, None]  # (n, max_len)
-    bits = torch.randint(0, 2, (n_sequences, max_len), generator=generator)
-    tokens = bits.masked_fill(~real, SKIP_FLIP_PAD_ID)
-    labels = torch.full_like(tokens, SKIP_FLIP_IGNORE_INDEX)
-    labels[:, 2:] = (bits[:, 2:] != bits[:, :-2]).long().masked_fill(~real[:, 2:],
-                                                                      SKIP_FLIP_IGNORE_INDEX)
-    return tokens, labels
-
-
-SORT_SEQ_LEN, SORT_VOCAB_SIZE = 6, 8
-# A graded variant of a task is kept only if weights trained on the public task, unchanged,
-# score at most this on it (on a fixed sample of the task).
-VARIANT_MAX_OVERLAP = 0.5
-
-
-def sort_variant():
-    """The sort task's graded variant: None (the public task), or ``relabel`` ``(vocab,)``.
-
-    When graded (:func:`~lectures_lib.checks._base.task_variant`, set from the instructor's
-    secret and the submission), ``relabel[r]`` is the token shown for rank ``r`` (0 stays 0):
-    the tokens are sorted in a secret order, so a sorter trained on the public task is below the
-    target (the variant is kept only if it scores at most :data:`VARIANT_MAX_OVERLAP`). Learning
-    it is exactly as hard: it is the public task with the embedding's and the output's rows in
-    another order, and those rows are learned from the same initial distribution."""
-    generator = task_variant_generator("sort")
-    if generator is None:
-        return None
-    ranks = torch.randint(1, SORT_VOCAB_SIZE, (2000, SORT_SEQ_LEN),
-                          generator=torch.Generator().manual_seed(0))
-    while True:
-        relabel = torch.cat([torch.zeros(1, dtype=torch.long),
-                             1 + torch.randperm(SORT_VOCAB_SIZE - 1, generator=generator)])
-        tokens, targets = sort_task(ranks, relabel)
-        if float((tokens.sort(dim=-1).values == targets).float().mean()) <= VARIANT_MAX_OVERLAP:
-            return relabel
-
-
-def sort_task(ranks: torch.Tensor, relabel=None):
-    """``(tokens, targets)`` of the sort task for ``ranks`` (ints in ``1 .. SORT_VOCAB_SIZE-1``)
-    under the variant ``relabel`` (:func:`sort_variant`; None: tokens = ranks, sorted)."""
-    targets = ranks.sort(dim=-1).values
-    if relabel is None:
-        return ranks, targets
-    return relabel[ranks], relabel[targets]
-
-
-def make_sort_data(n_examples: int, *, seed: int = 0):
-    """``(tokens, targets)`` int64 ``(n, SORT_SEQ_LEN)``: tokens in ``1 .. SORT_VOCAB_SIZE-1``,
-    targets the tokens sorted ascending. Deterministic in ``seed``.
-
-    When graded, the same draws follow the submission's own variant of the task
-    (:func:`sort_variant`), and so does the checker's held-out data: a model trained on this
-    function's data passes, weights trained elsewhere do not."""
-    generator = torch.Generator().manual_seed(seed)
-    ranks = torch.randint(1, SORT_VOCAB_SIZE, (n_examples, SORT_SEQ_LEN), generator=generator)
-    return sort_task(ranks, sort_variant())
-
-
-REVERSE_LEN, REVERSE_VOCAB_SIZE = 5, 10
-REVERSE_PAD_ID, REVERSE_BOS_ID, REVERSE_EOS_ID = 0, 1, 2
-
-
-class ReversePairs(NamedTuple):
-    """``src (n, REVERSE_LEN)`` in ``3 .. REVERSE_VOCAB_SIZE-1``; ``tgt_in = [BOS] + reversed``
-    and ``tgt_out = reversed + [EOS]``, both ``(n, REVERSE_LEN + 1)``."""
-
-    src: torch.Tensor
-    tgt_in: torch.Tensor
-    tgt_out: torch.Tensor
-
-
-def reverse_variant():
-    """The reversal task's graded variant: None (the public task), or ``relabel`` ``(vocab,)``.
-
-    When graded, the target is ``relabel[src.flip(-1)]``: the reversed source in a secret
-    relabelling of the target vocabulary with at most 2 tokens left in place (``BOS``, ``EOS``,
-    ``PAD`` unchanged), so a reverser trained on the public task gets almost no sequence right.
-    Learning it is exactly as hard (the target embedding's and output's rows in another order)."""
-    generator = task_variant_generator("reverse")
-    if generator is None:
-        return None
-    while True:
-        relabel = torch.arange(REVERSE_VOCAB_SIZE)
-        relabel[3:] = 3 + torch.randperm(REVERSE_VOCAB_SIZE - 3, generator=generator)
-        if int((relabel[3:] == torch.arange(3, REVERSE_VOCAB_SIZE)).sum()) <= 2:
-            return relabel
-
-
-def reverse_task(src: torch.Tensor, relabel=None) -> ReversePairs:
-    """The pairs for sources ``src`` under the variant ``relabel`` (:func:`reverse_variant`;
-    None: the plain reversal)."""
-    out = src.flip(-1) if relabel is None else relabel[src.flip(-1)]
-    n_examples = src.shape[0]
-    bos = torch.full((n_examples, 1), REVERSE_BOS_ID)
-    eos = torch.full((n_examples, 1), REVERSE_EOS_ID)
-    return ReversePairs(src, torch.cat([bos, out], 1), torch.cat([out, eos], 1))
-
-
-def make_reverse_pairs(n_examples: int, *, seed: int = 0) -> ReversePairs:
-    """Source sequences and their reversal, for a seq2seq model. Deterministic in ``seed``.
-
-    When graded, the targets follow the submission's own variant of the task
-    (:func:`reverse_variant`), and so does the checker's held-out data."""
-    generator = torch.Generator().manual_seed(seed)
-    src = torch.randint(3, REVERSE_VOCAB_SIZE, (n_examples, REVERSE_LEN), generator=generator)
-    return reverse_task(src, reverse_variant())
-
-
 def _logits(model, tokens, classes: int, what: str) -> torch.Tensor:
     with torch.no_grad():
         logits = call(model, tokens)
@@ -270,20 +172,6 @@ def _logits(model, tokens, classes: int, what: str) -> torch.Tensor:
         logits = logits[0]  # a model that also returns its attention weights
     expect_tensor(logits, what, shape=(*tokens.shape, classes))
     return expect_finite(logits.detach().float().cpu(), what)
-
-
-def _state(model) -> dict[str, torch.Tensor]:
-    """A copy of ``model.state_dict()`` (only tensors cross the grader's process boundary)."""
-    state_dict = getattr(model, "state_dict", None)
-    load_state_dict = getattr(model, "load_state_dict", None)
-    if not (callable(state_dict) and callable(load_state_dict)):
-        raise Mistake("not_a_model", "your training function should return the trained model "
-                      "(a torch.nn.Module, in eval mode); a function or a hand-written rule is "
-                      "not a trained model.")
-    state = call(state_dict)
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise Mistake("not_a_model", "the model's state_dict() should map names to tensors.")
-    return {name: value.detach().clone() for name, value in state.items()}  # not the live ones
 
 
 _MISSING = object()
@@ -388,105 +276,6 @@ def _course_copy(model, kind: str):
                       f"and settings and evaluates that copy, so only trained weights count. It "
                       f"could not: {' '.join(problem.split())[:300]}") from None
     return copy.eval()
-
-
-# How much of each weight tensor's size (root mean square) the perturbation test adds as noise,
-# and how far a trained model's accuracy may move under it.
-PERTURBATION, PERTURBATION_SLACK = 1e-3, 0.05
-MAX_GROUPS = 32  # the leave-one-in test keeps one group of tensors intact at a time
-
-
-def _shuffled(value: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    return value.flatten()[torch.randperm(value.numel(), generator=generator)].view_as(value)
-
-
-def _weights_do_the_work(model, score, needed: float, unit: str, *, outputs=None) -> None:
-    """Raise :class:`Mistake` unless ``model`` is a module whose *trained weights* earn its score.
-
-    ``score()`` evaluates the model on the held-out data. The weights are shuffled (each tensor's
-    entries permuted with a fixed seed), the model is scored again, and its own weights are put
-    back: a trained model falls far below ``needed``; a hand-written rule (``src.flip(-1)``, a
-    sort) scores the same without any weights that matter. Works across the grader's process
-    boundary: only ``state_dict()`` tensors cross.
-
-    ``outputs`` (given for a model of the student's own architecture, whose forward code runs:
-    ``outputs()`` is its logits on the held-out data, what ``score()`` scores): a rule
-    that answers only while one "key" tensor is intact (garbage once it is shuffled) passes the
-    test above, so two more follow. *Leave one in*: for each tensor (each of at most
-    :data:`MAX_GROUPS` groups of them) every *other* tensor is shuffled, and the model must fall
-    below ``needed``: a trained model needs its weights together, not one tensor of them.
-    *Perturbed*: noise of :data:`PERTURBATION` times each tensor's size is added to every weight;
-    a trained model's logits change and its score hardly moves (at most
-    :data:`PERTURBATION_SLACK`), while a switch on exact values collapses, and logits that stay
-    bit for bit the same are not computed from the weights at all."""
-    state = _state(model)
-    load_state_dict = model.load_state_dict
-    if not any(v.is_floating_point() and v.numel() > 1 for v in state.values()):
-        raise Mistake("not_a_model", "the model has no trained weights (its state_dict() holds "
-                      "no floating-point tensor): a hand-written rule is not a trained model.")
-    generator = probe_generator(31337, "shuffle")
-    shuffled = {name: _shuffled(value, generator) if value.is_floating_point() else value
-                for name, value in state.items()}
-
-    def scored(weights: dict) -> float:
-        call(load_state_dict, weights)
-        return score()
-
-    try:
-        scrambled = scored(shuffled)
-        if scrambled >= needed:
-            raise Mistake("not_a_model", f"with its weights shuffled the model still reaches a "
-                          f"held-out {unit} of {scrambled:.3f} (>= {needed:.2f}): its answers do "
-                          "not come from its trained weights. Build the model from attention "
-                          "layers and train it; a hand-written rule is not a trained model.")
-        if outputs is not None:
-            _each_tensor_alone(state, shuffled, scored, needed, unit)
-            _perturbed(state, scored, outputs, unit)
-    finally:
-        call(load_state_dict, state)
-
-
-def _each_tensor_alone(state: dict, shuffled: dict, scored, needed: float, unit: str) -> None:
-    """The leave-one-in test of :func:`_weights_do_the_work`."""
-    names = [name for name, value in state.items() if not torch.equal(value, shuffled[name])]
-    groups = [names[i::MAX_GROUPS] for i in range(min(MAX_GROUPS, len(names)))]
-    for group in groups:
-        kept = scored({**shuffled, **{name: state[name] for name in group}})
-        if kept >= needed:
-            alone = ", ".join(f"`{name}`" for name in group[:3]) + (" ..." if group[3:] else "")
-            raise Mistake(
-                "one_tensor_decides",
-                f"with every weight shuffled except {alone} the model still reaches a held-out "
-                f"{unit} of {kept:.3f} (>= {needed:.2f}): its answers come from a rule that "
-                "needs only those values intact, not from weights trained together. Build the "
-                "model from layers (an embedding, attention, a feed-forward) and train them.")
-
-
-def _perturbed(state: dict, scored, outputs, unit: str) -> None:
-    """The perturbation test of :func:`_weights_do_the_work`."""
-    generator = probe_generator(31337, "perturb")
-    noisy = {}
-    for name, value in state.items():
-        if value.is_floating_point():
-            size = float(value.double().square().mean().sqrt()) or 1.0
-            noise = torch.randn(value.shape, generator=generator, dtype=torch.float64)
-            value = (value.double() + PERTURBATION * size * noise).to(value.dtype)
-        noisy[name] = value
-    accuracy, logits = scored(state), outputs()
-    perturbed, moved = scored(noisy), outputs()
-    if perturbed < accuracy - PERTURBATION_SLACK:
-        raise Mistake(
-            "fragile_weights",
-            f"noise of {PERTURBATION:g} times each weight tensor's size took the held-out {unit} "
-            f"from {accuracy:.3f} to {perturbed:.3f}: a trained model barely notices so small a "
-            "change; a rule that answers only while its weights hold exact values does. Train "
-            "the weights; do not test them.")
-    if torch.equal(logits, moved):
-        raise Mistake(
-            "fragile_weights",
-            f"noise of {PERTURBATION:g} times each weight tensor's size left every logit exactly "
-            "as it was: the model's answers are not computed from its weights. Build the model "
-            "from layers and train them; a hand-written rule is not a trained model.")
 
 
 def _verdict(accuracy: float, needed: float, chance: float, unit: str, advice: str) -> None:

@@ -72,6 +72,9 @@ def test_a_cpu_hog_beside_the_sandbox_leaves_a_call_its_time():
 
 
 def test_code_that_sleeps_is_stopped_at_its_limit_not_at_the_backstop():
+    # a call of student code outside any check first (as a notebook or another test makes):
+    # it must not leave its default limit behind as if a check with that limit were running
+    assert _base.call(len, [1, 2]) == 2
     with sandbox.Session([BURN], grading._student_checks(), deadline=time.monotonic() + 120,
                          call_timeout=1) as session:
         session.start()
