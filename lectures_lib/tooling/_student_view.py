@@ -12,7 +12,7 @@ from pathlib import Path
 LIBRARY = Path(__file__).resolve().parents[1]  # the grader's lectures_lib
 # The checks modules a submission gets whole: results, safe calls and the comparison engine, no
 # checker, reference or probe. A new machinery module goes here, or its private functions are cut.
-MACHINERY = ("_base", "_time_limit", "_compare")
+MACHINERY = ("_base", "_secrets", "_time_limit", "_compare")
 
 _STUB = '''
 
@@ -67,7 +67,8 @@ def student_checks(target: Path) -> Path:
 
     Every ``check_*`` becomes a stub that passes nothing (the grader runs the real one), every
     ``*_reference`` and private function of a checker module is left out; the machinery
-    (:data:`MACHINERY`: ``_base``, ``_time_limit``, ``_compare``; no answers) stays whole. Imports of names a module no longer has
+    (:data:`MACHINERY`: ``_base``, ``_secrets`` (the task variant the worker sets; the secret
+    itself never reaches the sandbox), ``_time_limit``, ``_compare``; no answers) stays whole. Imports of names a module no longer has
     are dropped, so ``from lectures_lib.checks import check_x`` still works in a submission.
     """
     source = LIBRARY / "checks"
@@ -90,8 +91,8 @@ def _defined_names(text: str) -> set[str]:
     for node in ast.parse(text).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Assign):  # `A = ...` and `A, B = ...` alike
+            names |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target,
                                                                               ast.Name):
             names.add(node.target.id)

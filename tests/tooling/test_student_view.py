@@ -50,3 +50,43 @@ def test_the_stand_in_keeps_the_machinery_whole_and_runs(tmp_path):
                          text=True, timeout=300, env={"PYTHONPATH": str(course), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0 and "stand-in ok" in run.stdout, run.stdout + run.stderr[-3000:]
 
+
+
+PUBLIC_NAMES = r"""
+import importlib, json, sys
+import lectures_lib
+assert lectures_lib.__file__.startswith(sys.argv[1]), lectures_lib.__file__
+missing = {}
+for stem, names in json.loads(sys.argv[2]).items():
+    module = importlib.import_module(f"lectures_lib.checks.{stem}")
+    gone = [name for name in names if not hasattr(module, name)]
+    if gone:
+        missing[stem] = gone
+print(json.dumps(missing))
+"""
+
+
+def test_every_public_name_but_the_answers_is_in_the_stand_in(tmp_path):
+    """A submission imports the data helpers and constants from the stand-in exactly as from the
+    course (04: ``from lectures_lib.checks.trained import SORT_VOCAB_SIZE, make_sort_data``),
+    wherever the module defines or re-exports them (``A, B = 6, 8`` included)."""
+    import importlib
+    import json
+
+    course = tmp_path / "course"
+    shutil.copytree(LIBRARY, course / "lectures_lib",
+                    ignore=shutil.ignore_patterns("__pycache__", "checks"))
+    student_checks(course / "lectures_lib" / "checks")
+    public = {}
+    for path in sorted((LIBRARY / "checks").glob("*.py")):
+        module = importlib.import_module(f"lectures_lib.checks.{path.stem}")
+        names = [n for n in getattr(module, "__all__", [])  # answers are left out on purpose
+                 if not (n.startswith("check_") or n.endswith("_reference"))]
+        if names:
+            public[path.stem] = names
+    assert "make_sort_data" in public["trained"] and "SORT_VOCAB_SIZE" in public["trained"]
+    run = subprocess.run([sys.executable, "-c", PUBLIC_NAMES, str(course), json.dumps(public)],
+                         cwd=course, capture_output=True, text=True, timeout=300,
+                         env={"PYTHONPATH": str(course), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout) == {}, run.stdout
