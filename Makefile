@@ -25,12 +25,15 @@ TORCH_SPEC := $(shell grep -o '"torch==[^"]*"' pyproject.toml | tr -d '"')
 # STUDENT=1: `make lab` opens your copies in student/ (the same as `make lab-student`).
 STUDENT ?=
 
-.PHONY: help venv lab lab-student test quick system-deps unit nbval lint notebooks student site bench clean
+.PHONY: help venv lab lab-student test test-system test-all quick system-deps unit nbval lint notebooks student site bench clean
 
 help:
 	@echo "make lab          open JupyterLab on notebooks/ (creates .venv on first use)"
 	@echo "make lab-student  open your own copies in student/ (solutions stripped)"
-	@echo "make test         lint + unit tests (browser test included) + every notebook under nbval"
+	@echo "make test         lint + unit tests + every notebook under nbval (about 5 minutes)"
+	@echo "make test-system  the system tier: sandboxed grading, nbgrader, the browser, the hub,"
+	@echo "                  the wheel in a fresh environment (needs make system-deps; CI runs it)"
+	@echo "make test-all     make test, then make test-system (what CI runs)"
 	@echo "make quick        the edit-test loop: lint + the fast unit tests (under a minute)"
 	@echo "make system-deps  install the packages pip cannot (chromium, fonts-noto-cjk,"
 	@echo "                  bubblewrap; npm's hub proxy; sudo when not root): without them the"
@@ -64,6 +67,13 @@ lab-student: $(STAMP)
 	$(BIN)/python -m lectures_lib lab --student$(LANG_OPTION)
 
 test: $(STAMP) lint unit nbval
+
+# The system tier (tests/conftest.py, SYSTEM_FILES): about 20 minutes on 2 cores; .ci/run runs it
+# after make test. Its tests need the system packages (make system-deps) and skip without them.
+test-system: $(STAMP)
+	$(BIN)/python -m lectures_lib test system --workers $(WORKERS)
+
+test-all: test test-system
 
 # The system packages the tests use but pip cannot install: Chromium (the browser tests), a CJK
 # font (Chinese in plots) and bubblewrap (the grading sandbox). .ci/run runs this, then make test;

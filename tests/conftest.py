@@ -110,20 +110,30 @@ def require_system_package(package: str, *, module_level: bool = False) -> None:
     pytest.skip(reason, allow_module_level=module_level)
 
 
-# ---- the slow tier: `make quick` runs the rest (`-m "not slow"`) ---------------------------------
-# Whole files whose tests train models, execute notebooks, grade in the sandbox or drive the
-# browser, and single slow tests elsewhere (each over about 3 s in `pytest --durations`,
-# benchmarks/README.md "The test suite"). A system_package test is slow too.
-SLOW_FILES = {
-    "tests/test_browser.py", "tests/test_explorer_browser.py", "tests/test_vision.py",
-    "tests/test_copy_task.py", "tests/test_packaging.py", "tests/checks/test_trained_rebuild.py",
+# ---- the tiers: `make quick` (-m "not slow"), `make test` (-m "not system"), `make test-system` --
+# The system tier runs the course as a system: it grades whole notebooks in the sandbox, drives
+# nbgrader, Chromium, JupyterLab or JupyterHub, builds the wheel into a fresh environment, starts a
+# Dask cluster, executes notebooks through the tooling, or needs a system package pip cannot
+# install (every system_package test). `make test` runs everything else (minutes on 2 cores);
+# `make test-system` runs this tier, and CI (.ci/run) runs both. Where the time goes:
+# benchmarks/README.md, "The test suite".
+SYSTEM_FILES = {
+    "tests/test_browser.py", "tests/test_explorer_browser.py", "tests/test_hub_browser.py",
+    "tests/test_installed_course.py", "tests/test_packaging.py",
     "tests/tooling/test_nbgrader.py", "tests/tooling/test_nbgrader_sandbox.py",
     "tests/tooling/test_grading.py", "tests/tooling/test_grading_attacks.py",
-    "tests/tooling/test_grading_secret.py", "tests/tooling/test_grading_cluster.py", "tests/tooling/test_grading_trained.py",
+    "tests/tooling/test_grading_boundary.py", "tests/tooling/test_grading_cluster.py",
+    "tests/tooling/test_grading_fair_share.py", "tests/tooling/test_grading_measured_in_sandbox.py",
+    "tests/tooling/test_grading_orphans.py", "tests/tooling/test_grading_rules.py",
+    "tests/tooling/test_grading_secret.py", "tests/tooling/test_grading_trained.py",
     "tests/tooling/test_fresh_machine.py", "tests/tooling/test_exercises.py",
     "tests/tooling/test_exercises_graded.py", "tests/tooling/test_lab.py",
     "tests/tooling/test_notebooks.py", "tests/tooling/test_main.py", "tests/tooling/test_site.py",
 }
+# The slow tier (`make quick` skips it): the system tier, the files whose tests train models, and
+# single slow tests elsewhere (each over about 3 s in `pytest --durations`).
+SLOW_FILES = {"tests/test_vision.py", "tests/test_copy_task.py",
+              "tests/checks/test_trained_rebuild.py"}
 SLOW_TESTS = {  # node ids without parameters
     "tests/test_architecture.py::test_every_module_imports_alone_in_a_fresh_interpreter",
     "tests/test_training.py::test_fit_seed_repeats_across_processes",
@@ -147,14 +157,20 @@ SLOW_TESTS = {  # node ids without parameters
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path, _, name = item.nodeid.partition("::")
-        if (path in SLOW_FILES or f"{path}::{name.split('[')[0]}" in SLOW_TESTS
-                or item.get_closest_marker("system_package")):
+        system = path in SYSTEM_FILES or item.get_closest_marker("system_package") is not None
+        if system:
+            item.add_marker(pytest.mark.system)
+        if system or path in SLOW_FILES or f"{path}::{name.split('[')[0]}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "slow: trains, executes notebooks, grades or browses; `make quick` skips it",
+    )
+    config.addinivalue_line(
+        "markers", "system: grades in the sandbox, drives a browser, a hub, nbgrader or a wheel; "
+        "`make test` skips it, `make test-system` (and CI) runs it",
     )
     config.addinivalue_line(
         "markers", "system_package(name): the test needs a Debian package pip cannot install "
@@ -176,6 +192,14 @@ def pytest_terminal_summary(terminalreporter):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         for package in re.findall(r"\[system package: ([\w-]+)\]", reason):
             counts[package] = counts.get(package, 0) + 1
+    not_run = sum(1 for item in terminalreporter.stats.get("deselected", [])
+                  if getattr(item, "get_closest_marker", lambda _: None)("system") is not None)
+    if not_run:
+        terminalreporter.write_line(
+            f"not run by this command: the system tier ({not_run} tests: sandboxed grading, "
+            "nbgrader, the browser, the hub, the installed wheel); `make test-system` runs it "
+            "(CI runs both)", yellow=True, bold=True,
+        )
     if counts:
         listed = ", ".join(f"{package} ({n} skipped)" for package, n in sorted(counts.items()))
         terminalreporter.write_line(

@@ -3,7 +3,8 @@
 Every ``make`` target runs one of these, so ``make`` is a convenience (Windows has none):
 
     python -m lectures_lib lab [--student]   JupyterLab on notebooks/ (or your copies in student/)
-    python -m lectures_lib test [PART ...]   lint + unit tests + every notebook under nbval
+    python -m lectures_lib test [PART ...]   lint + unit tests + every notebook under nbval;
+                                             `test system`: the system tier (CI runs both)
     python -m lectures_lib notebooks [PATH]  re-execute notebooks in place (all by default;
                                              --remeasure also stores new time plots), then
                                              write and execute the Chinese ones (notebooks/zh-Hans,
@@ -30,7 +31,10 @@ from pathlib import Path
 
 from . import ROOT, CloneRequired, clone_root
 
-TEST_PARTS = ("lint", "unit", "nbval")
+TEST_PARTS = ("lint", "unit", "nbval")  # `make test`, in this order
+# `make test-system` (tests/conftest.py, SYSTEM_FILES): grading in the sandbox, nbgrader, the
+# browser, the hub, the wheel in a fresh environment; not part of `test` without parts
+ALL_PARTS = (*TEST_PARTS, "system")
 # Commands with their own option parsers: everything after the name is handed over untouched.
 _DELEGATED = {
     "lab": ("lab", "start JupyterLab (--help for its options)"),
@@ -51,7 +55,8 @@ def suite_commands(parts: list[str], workers: int) -> list[list[str]]:
     parallel = ["-n", str(workers), "--dist", "loadscope"]  # a notebook stays on one worker
     commands = {
         "lint": [python, "-m", "ruff", "check", "lectures_lib", "tests", "benchmarks", "notebooks"],
-        "unit": [python, "-m", "pytest", *parallel, "tests"],
+        "unit": [python, "-m", "pytest", *parallel, "-m", "not system", "tests"],
+        "system": [python, "-m", "pytest", *parallel, "-m", "system", "tests"],
         "nbval": [python, "-m", "pytest", *parallel, "--nbval-lax", "--nbval-current-env",
                   "notebooks"],
     }
@@ -97,9 +102,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name, (_, help_text) in _DELEGATED.items():
         commands.add_parser(name, help=help_text, add_help=False)
-    test = commands.add_parser("test", help="lint, unit tests and nbval, as `make test`")
+    test = commands.add_parser("test", help="lint, unit tests and nbval, as `make test` "
+                               "(`test system`: `make test-system`)")
     test.add_argument("parts", nargs="*", metavar="PART",
-                      help=f"any of {', '.join(TEST_PARTS)} (default: all, in this order)")
+                      help=f"any of {', '.join(ALL_PARTS)} (default: {' '.join(TEST_PARTS)}, "
+                           "in this order; system: the system tier, which CI also runs)")
     test.add_argument("--workers", type=int, default=2, help="parallel pytest workers (default 2)")
     notebooks = commands.add_parser("notebooks", help="re-execute notebooks in place")
     notebooks.add_argument("paths", nargs="*", type=Path, metavar="PATH",
@@ -121,9 +128,9 @@ def _main(argv: list[str]) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "test":
-        unknown = sorted(set(args.parts) - set(TEST_PARTS))
+        unknown = sorted(set(args.parts) - set(ALL_PARTS))
         if unknown:
-            parser.error(f"unknown test part(s) {unknown}: choose from {list(TEST_PARTS)}")
+            parser.error(f"unknown test part(s) {unknown}: choose from {list(ALL_PARTS)}")
         return _run_tests(args.parts, args.workers)
     if args.command == "notebooks":
         from .notebooks import main as notebooks_main

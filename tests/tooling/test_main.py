@@ -45,7 +45,11 @@ def test_make_test_runs_the_same_commands():
     makefile = (ROOT / "Makefile").read_text()
     for part in TEST_PARTS:
         assert f"\n{part}: $(STAMP)\n\t$(BIN)/python -m lectures_lib test {part}" in makefile, part
+    assert "\ntest-system: $(STAMP)\n\t$(BIN)/python -m lectures_lib test system" in makefile
     lint, unit, nbval = suite_commands(list(TEST_PARTS), workers=3)
     assert lint[1:] == ["-m", "ruff", "check", "lectures_lib", "tests", "benchmarks", "notebooks"]
-    assert unit[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope", "tests"]
+    assert unit[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope", "-m", "not system",
+                        "tests"]
+    (system,) = suite_commands(["system"], workers=3)  # the rest of the unit suite, exactly
+    assert system[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope", "-m", "system", "tests"]
     assert nbval[-3:] == ["--nbval-lax", "--nbval-current-env", "notebooks"]
