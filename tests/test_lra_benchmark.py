@@ -50,3 +50,25 @@ def test_summary_compares_mapped_variants_only():
     expected = listops.spearman([0.5, 0.125, 0.5], [36.37, 15.82, 18.01])
     assert expected == pytest.approx(0.8660254037844387), "ranks (2.5, 1, 2.5) against (3, 1, 2)"
     assert info["spearman_rho"] == pytest.approx(expected)
+
+
+def test_root_operator_rule_reads_position_zero_only():
+    torch = pytest.importorskip("torch")
+    from lectures_lib.data import LISTOPS_TOKENS, listops_encode
+
+    def task(expressions, labels):
+        rows = [listops_encode(e) for e in expressions]
+        tokens = torch.zeros(len(rows), 8, dtype=torch.int64)
+        for i, row in enumerate(rows):
+            tokens[i, : len(row)] = torch.tensor(row)
+        return tokens, tokens != 0, torch.tensor(labels)
+
+    # Training: MAX roots answer 9 twice and 7 once, MIN roots 0; a MAX inside a MIN is not a root.
+    train = task(["[MAX 9 1 ]", "[MAX 2 9 ]", "[MAX 7 1 ]", "[MIN 0 3 ]", "[MIN [MAX 4 0 ] 5 ]"],
+                 [9, 9, 7, 0, 4])
+    test = task(["[MAX 8 3 ]", "[MIN 1 2 ]", "[SM 4 5 ]"], [8, 1, 9])
+    accuracy, labels = listops.root_operator_rule(train, test)
+    assert labels == {"[MIN": 0, "[MAX": 9}, "the most frequent training label of each root"
+    # MAX -> 9 (wrong, 8), MIN -> 0 (wrong, 1), SM unseen -> the majority label 9 (right)
+    assert accuracy == pytest.approx(1 / 3)
+    assert set(labels) <= set(LISTOPS_TOKENS)
