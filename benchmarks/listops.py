@@ -268,6 +268,40 @@ def summary(results: dict) -> dict:
     return {"per_variant": table, "mapped": [[r, c] for r, c in pairs], "spearman_rho": rho}
 
 
+def markdown(results: dict) -> str:
+    """The README's table of the stored runs: per model the mean and the min-max over its seeds
+    (best first), its LRA row, then the baselines and Spearman's rho, all read from ``results``."""
+    info = summary(results)
+    table, base = info["per_variant"], results["baselines"]
+    lra_of = {cls: name for name, cls in results["lra_map"].items()}
+    lines = ["| model | family | seeds | mean | min-max | LRA Table 1 (%) |",
+             "|---|---|---:|---:|---|---|"]
+    for cls in sorted(table, key=lambda c: -table[c]["mean"]):
+        row = table[cls]
+        theirs = (f"{results['lra_table1'][lra_of[cls]]:.2f} ({lra_of[cls]})" if cls in lra_of
+                  else "-")
+        lines.append(f"| {row['label']} | {row['family']} | {row['seeds']} | {row['mean']:.3f} | "
+                     f"{row['min']:.3f}-{row['max']:.3f} | {theirs} |")
+    methods = [c for c in table if table[c]["family"] != "baseline"]
+    means = [table[c]["mean"] for c in methods]
+    full = [r["accuracy"] for r in results["rows"].values()
+            if r["cls"] in ("MultiHeadAttention", "ExplicitFullAttention")]
+    far = base.get("lra_lengths", {})
+    lines += [
+        "",
+        f"Baselines ({results['settings']['min_len']}-{results['settings']['max_len']} tokens): "
+        f"majority class {base['majority_class']:.3f}, root-operator rule "
+        f"{base['root_operator']:.3f}; at the LRA's 500-2000 tokens: majority class "
+        f"{far.get('majority_class', float('nan')):.3f}, root-operator rule "
+        f"{far.get('root_operator', float('nan')):.3f}. The {len(methods)} models (every row but "
+        f"the two baselines) span {min(means):.3f}-{max(means):.3f} ({max(means) - min(means):.3f}); "
+        f"full attention's {len(full)} runs span {min(full):.3f}-{max(full):.3f} "
+        f"({max(full) - min(full):.3f}). Spearman's rho against the LRA over the "
+        f"{len(info['mapped'])} mapped rows: {info['spearman_rho']:.3f}.",
+    ]
+    return "\n".join(lines)
+
+
 def plot(results: dict, path: Path) -> None:
     import matplotlib
 
@@ -331,9 +365,14 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, nargs="?", const=HERE / "listops.png", default=None,
                         help="draw the picture (default path benchmarks/listops.png)")
     parser.add_argument("--plot-only", action="store_true", help="only redraw from --json")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the README's table of --json's runs and stop (no training)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.markdown:
+        print(markdown(json.loads(args.json.read_text())))
+        return
     if args.plot_only:
         plot(json.loads(args.json.read_text()), args.plot or HERE / "listops.png")
         return

@@ -72,3 +72,24 @@ def test_root_operator_rule_reads_position_zero_only():
     # MAX -> 9 (wrong, 8), MIN -> 0 (wrong, 1), SM unseen -> the majority label 9 (right)
     assert accuracy == pytest.approx(1 / 3)
     assert set(labels) <= set(LISTOPS_TOKENS)
+
+
+def test_markdown_table_is_read_from_the_runs():
+    rows = {}
+    for cls, family, accuracies in (("MultiHeadAttention", "full", [0.3, 0.34]),
+                                    ("LocalAttention", "human knowledge", [0.31, 0.31]),
+                                    ("BagOfTokens", "baseline", [0.18, 0.2])):
+        for seed, accuracy in enumerate(accuracies):
+            rows[f"{cls} / seed {seed}"] = {"cls": cls, "label": cls, "family": family,
+                                            "accuracy": accuracy, "seed": seed}
+    results = {"rows": rows, "settings": {"min_len": 64, "max_len": 256},
+               "lra_table1": listops.LRA_TABLE1, "lra_map": listops.LRA_MAP,
+               "baselines": {"majority_class": 0.15, "root_operator": 0.32,
+                             "lra_lengths": {"majority_class": 0.17, "root_operator": 0.35}}}
+    text = listops.markdown(results)
+    lines = text.splitlines()
+    assert lines[2] == "| MultiHeadAttention | full | 2 | 0.320 | 0.300-0.340 | 36.37 (Transformer) |"
+    assert lines[3].startswith("| LocalAttention |") and lines[4].endswith("| - |"), "best first"
+    assert "The 2 models (every row but the two baselines) span 0.310-0.320" in text
+    assert "full attention's 2 runs span 0.300-0.340 (0.040)" in text
+    assert "over the 2 mapped rows: 1.000" in text, "local below full, in both tables"
