@@ -22,7 +22,12 @@ registries ``variants.VARIANTS`` and ``variants.ATTENTION_FREE`` decide what run
 
 Baselines that ignore the content: the **majority class** of the training labels (ListOps'
 classes are not balanced), and a **bag of tokens** (one layer of the uniform average, no
-positions, mean pooling: a function of the multiset of tokens only).
+positions, mean pooling: a function of the multiset of tokens only). And one rule that reads a
+single token: the **root operator** (position 0) and the training set's most frequent label for
+it, no argument of it read (:func:`root_operator_rule`): what a model gains by knowing only which
+operator the root is. Both floors are also stored for expressions of the LRA's own lengths
+(``baselines["lra_lengths"]``: 4096 and 1024 expressions of 500-2000 tokens, drawn the same way),
+to read the LRA's numbers against.
 
 The LRA numbers (Table 1, ListOps column, test accuracy %) are ``LRA_TABLE1``; ``LRA_MAP`` says
 which of our variants is which of their rows. The LRA trained 4-6 layer models of width 512 on
@@ -50,7 +55,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # long_range.py, besid
 import long_range  # noqa: E402
 
 from lectures_lib import seed_everything  # noqa: E402
-from lectures_lib.data import listops_class_shares, listops_task, listops_vocab_size  # noqa: E402
+from lectures_lib.data import (  # noqa: E402
+    LISTOPS_TOKENS,
+    listops_class_shares,
+    listops_task,
+    listops_vocab_size,
+)
 from lectures_lib.models import EncoderTagger  # noqa: E402
 from lectures_lib.training import cross_entropy, lr_schedule  # noqa: E402
 from lectures_lib.variants import UniformAttention  # noqa: E402
@@ -115,6 +125,32 @@ def spearman(x: list[float], y: list[float]) -> float:
     sx = math.sqrt(sum((a - mx) ** 2 for a in rx))
     sy = math.sqrt(sum((b - my) ** 2 for b in ry))
     return cov / (sx * sy) if sx and sy else float("nan")
+
+
+def root_operator_rule(train, test) -> tuple[float, dict[str, int]]:
+    """The held-out accuracy of answering, for each root operator (the token at position 0), the
+    most frequent training label among the expressions with that root; and that label per
+    operator. ``train`` and ``test`` are ``listops_task``'s ``(tokens, mask, labels)``."""
+    roots, labels = train[0][:, 0], train[2]
+    label_of = {int(op): int(torch.bincount(labels[roots == op], minlength=10).argmax())
+                for op in roots.unique()}
+    majority = int(torch.bincount(labels, minlength=10).argmax())  # a root never seen in training
+    guesses = torch.tensor([label_of.get(int(op), majority) for op in test[0][:, 0]])
+    names = {LISTOPS_TOKENS[op]: label for op, label in sorted(label_of.items())}
+    return float((guesses == test[2]).double().mean()), names
+
+
+def floors_at_lra_lengths(n_train: int = 4096, n_test: int = 1024) -> dict:
+    """The majority class and the root-operator rule for expressions of the LRA's lengths
+    (500-2000 tokens; seeds 0 and 1), to read the LRA's Table 1 against (about 25 s)."""
+    train = listops_task(n_train, 2000, min_len=500, seed=0)
+    test = listops_task(n_test, 2000, min_len=500, seed=1)
+    majority = int(listops_class_shares(train[2]).argmax())
+    rule_accuracy, rule_labels = root_operator_rule(train, test)
+    return {"min_len": 500, "max_len": 2000, "n_train": n_train, "n_test": n_test,
+            "majority_class": float((test[2] == majority).double().mean()),
+            "majority_label": majority, "root_operator": rule_accuracy,
+            "root_operator_labels": rule_labels}
 
 
 def settings_of(args) -> dict:
@@ -232,6 +268,40 @@ def summary(results: dict) -> dict:
     return {"per_variant": table, "mapped": [[r, c] for r, c in pairs], "spearman_rho": rho}
 
 
+def markdown(results: dict) -> str:
+    """The README's table of the stored runs: per model the mean and the min-max over its seeds
+    (best first), its LRA row, then the baselines and Spearman's rho, all read from ``results``."""
+    info = summary(results)
+    table, base = info["per_variant"], results["baselines"]
+    lra_of = {cls: name for name, cls in results["lra_map"].items()}
+    lines = ["| model | family | seeds | mean | min-max | LRA Table 1 (%) |",
+             "|---|---|---:|---:|---|---|"]
+    for cls in sorted(table, key=lambda c: -table[c]["mean"]):
+        row = table[cls]
+        theirs = (f"{results['lra_table1'][lra_of[cls]]:.2f} ({lra_of[cls]})" if cls in lra_of
+                  else "-")
+        lines.append(f"| {row['label']} | {row['family']} | {row['seeds']} | {row['mean']:.3f} | "
+                     f"{row['min']:.3f}-{row['max']:.3f} | {theirs} |")
+    methods = [c for c in table if table[c]["family"] != "baseline"]
+    means = [table[c]["mean"] for c in methods]
+    full = [r["accuracy"] for r in results["rows"].values()
+            if r["cls"] in ("MultiHeadAttention", "ExplicitFullAttention")]
+    far = base.get("lra_lengths", {})
+    lines += [
+        "",
+        f"Baselines ({results['settings']['min_len']}-{results['settings']['max_len']} tokens): "
+        f"majority class {base['majority_class']:.3f}, root-operator rule "
+        f"{base['root_operator']:.3f}; at the LRA's 500-2000 tokens: majority class "
+        f"{far.get('majority_class', float('nan')):.3f}, root-operator rule "
+        f"{far.get('root_operator', float('nan')):.3f}. The {len(methods)} models (every row but "
+        f"the two baselines) span {min(means):.3f}-{max(means):.3f} ({max(means) - min(means):.3f}); "
+        f"full attention's {len(full)} runs span {min(full):.3f}-{max(full):.3f} "
+        f"({max(full) - min(full):.3f}). Spearman's rho against the LRA over the "
+        f"{len(info['mapped'])} mapped rows: {info['spearman_rho']:.3f}.",
+    ]
+    return "\n".join(lines)
+
+
 def plot(results: dict, path: Path) -> None:
     import matplotlib
 
@@ -295,9 +365,14 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, nargs="?", const=HERE / "listops.png", default=None,
                         help="draw the picture (default path benchmarks/listops.png)")
     parser.add_argument("--plot-only", action="store_true", help="only redraw from --json")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the README's table of --json's runs and stop (no training)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.markdown:
+        print(markdown(json.loads(args.json.read_text())))
+        return
     if args.plot_only:
         plot(json.loads(args.json.read_text()), args.plot or HERE / "listops.png")
         return
@@ -323,6 +398,10 @@ def main() -> None:
         "train_class_shares": [round(float(s), 4) for s in shares],
         "test_mean_length": float(test[1].sum(1).double().mean()),
     }
+    rule_accuracy, rule_labels = root_operator_rule(train, test)
+    results["baselines"]["root_operator"] = rule_accuracy
+    results["baselines"]["root_operator_labels"] = rule_labels
+    results["baselines"]["lra_lengths"] = floors_at_lra_lengths()
     results["lra_table1"] = LRA_TABLE1
     results["lra_map"] = LRA_MAP
     todo = [(seed, row) for seed in args.seeds for row in variants_to_run(args)

@@ -50,3 +50,46 @@ def test_summary_compares_mapped_variants_only():
     expected = listops.spearman([0.5, 0.125, 0.5], [36.37, 15.82, 18.01])
     assert expected == pytest.approx(0.8660254037844387), "ranks (2.5, 1, 2.5) against (3, 1, 2)"
     assert info["spearman_rho"] == pytest.approx(expected)
+
+
+def test_root_operator_rule_reads_position_zero_only():
+    torch = pytest.importorskip("torch")
+    from lectures_lib.data import LISTOPS_TOKENS, listops_encode
+
+    def task(expressions, labels):
+        rows = [listops_encode(e) for e in expressions]
+        tokens = torch.zeros(len(rows), 8, dtype=torch.int64)
+        for i, row in enumerate(rows):
+            tokens[i, : len(row)] = torch.tensor(row)
+        return tokens, tokens != 0, torch.tensor(labels)
+
+    # Training: MAX roots answer 9 twice and 7 once, MIN roots 0; a MAX inside a MIN is not a root.
+    train = task(["[MAX 9 1 ]", "[MAX 2 9 ]", "[MAX 7 1 ]", "[MIN 0 3 ]", "[MIN [MAX 4 0 ] 5 ]"],
+                 [9, 9, 7, 0, 4])
+    test = task(["[MAX 8 3 ]", "[MIN 1 2 ]", "[SM 4 5 ]"], [8, 1, 9])
+    accuracy, labels = listops.root_operator_rule(train, test)
+    assert labels == {"[MIN": 0, "[MAX": 9}, "the most frequent training label of each root"
+    # MAX -> 9 (wrong, 8), MIN -> 0 (wrong, 1), SM unseen -> the majority label 9 (right)
+    assert accuracy == pytest.approx(1 / 3)
+    assert set(labels) <= set(LISTOPS_TOKENS)
+
+
+def test_markdown_table_is_read_from_the_runs():
+    rows = {}
+    for cls, family, accuracies in (("MultiHeadAttention", "full", [0.3, 0.34]),
+                                    ("LocalAttention", "human knowledge", [0.31, 0.31]),
+                                    ("BagOfTokens", "baseline", [0.18, 0.2])):
+        for seed, accuracy in enumerate(accuracies):
+            rows[f"{cls} / seed {seed}"] = {"cls": cls, "label": cls, "family": family,
+                                            "accuracy": accuracy, "seed": seed}
+    results = {"rows": rows, "settings": {"min_len": 64, "max_len": 256},
+               "lra_table1": listops.LRA_TABLE1, "lra_map": listops.LRA_MAP,
+               "baselines": {"majority_class": 0.15, "root_operator": 0.32,
+                             "lra_lengths": {"majority_class": 0.17, "root_operator": 0.35}}}
+    text = listops.markdown(results)
+    lines = text.splitlines()
+    assert lines[2] == "| MultiHeadAttention | full | 2 | 0.320 | 0.300-0.340 | 36.37 (Transformer) |"
+    assert lines[3].startswith("| LocalAttention |") and lines[4].endswith("| - |"), "best first"
+    assert "The 2 models (every row but the two baselines) span 0.310-0.320" in text
+    assert "full attention's 2 runs span 0.300-0.340 (0.040)" in text
+    assert "over the 2 mapped rows: 1.000" in text, "local below full, in both tables"
