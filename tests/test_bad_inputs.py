@@ -169,6 +169,9 @@ R = Row
 
 # ---- the table ---------------------------------------------------------------------------------
 
+_REPORT = {"submission": "s.ipynb", "notebook": "01_self_attention.ipynb", "score": 4.0,
+           "max_score": 4.0, "manual_max_score": 0.0, "error": "", "exercises": []}
+
 ROWS: list[Row] = [
     # utils
     # issue 18, core: the newer APIs refuse what they cannot use (forward_cached, key padding,
@@ -659,7 +662,9 @@ ROWS: list[Row] = [
     R(grading.format_table, "a list", lambda: grading.format_table([]), TypeError, "report must be a report dict"),
     R(grading.format_table, "keys missing", lambda: grading.format_table({"score": 1}), ValueError, "missing ["),
     R(grading.format_csv, "one report, not a list", lambda: grading.format_csv({"score": 1}), TypeError, "reports must be a list"),
-    R(grading.format_nbgrader_csv, "one report, not a list", lambda: grading.format_nbgrader_csv({"score": 1}), TypeError, "reports must be a list"),
+    R(grading.format_nbgrader_csv, "one report, not a list", lambda: grading.format_nbgrader_csv({"score": 1}, ["alice"]), TypeError, "reports must be a list"),
+    R(grading.format_nbgrader_csv, "no id per report", lambda: grading.format_nbgrader_csv([_REPORT], []), ValueError, "student_ids must be a list of one id per report (1)"),
+    R(grading.format_nbgrader_csv, "an id that is a formula", lambda: grading.format_nbgrader_csv([_REPORT], ["=1+1"]), ValueError, "student_ids[0] must be a plain student id"),
     R(grading.grade_submission, "sandbox a string", lambda: grading.grade_submission("missing.ipynb", sandbox="no"), TypeError, "sandbox must be a bool"),
     R(grading.format_csv, "a report without keys", lambda: grading.format_csv([{}]), ValueError, "reports[0] must be a report"),
     # variants.chunked (issue 19): Reformer's chunks and the balanced Routing clusters.
