@@ -650,6 +650,7 @@ ROWS: list[Row] = [
     R(sandbox_kernel.install, "user and prefix", lambda: sandbox_kernel.install(user=True, prefix="/tmp/x"), ValueError, "user and prefix are exclusive"),
     R(sandbox_kernel.launch_command, "inner an int", lambda: sandbox_kernel.launch_command(3, "."), TypeError, "inner must be a path"),
     R(sandbox_kernel.launch_command, "limits a dict", lambda: sandbox_kernel.launch_command("k", ".", {"memory": 1}), TypeError, "limits must be None or a sandbox Limits"),
+    R(sandbox_kernel.launch_command, "info_fd a string", lambda: sandbox_kernel.launch_command("k", ".", info_fd="3"), TypeError, "info_fd must be None or a file descriptor"),
     R(tooling.clone_root, "an int command", lambda: tooling.clone_root(3), TypeError, "command must be a non-empty str"),
     # grading
     R(grading.grade_submission, "path an int", lambda: grading.grade_submission(3), TypeError, "path must be a path"),
