@@ -93,12 +93,12 @@ from ._report import (  # noqa: F401
     format_csv,
     format_nbgrader_csv,
     format_table,
-    to_json,
     one_line,
+    to_json,
     write_atomic,
 )
-from ._student_ids import ids_from_csv, ids_from_folders  # noqa: F401
 from ._run import SandboxRefused, _rule_broken, _run_test, _student_checks  # noqa: F401
+from ._student_ids import ids_from_csv, ids_from_folders  # noqa: F401
 from ._verdict import grade_submission  # noqa: F401
 
 __all__ = ["DEFAULT_TIMEOUT", "SandboxRefused", "grade_submission", "grade_paths",
