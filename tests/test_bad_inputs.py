@@ -169,6 +169,9 @@ R = Row
 
 # ---- the table ---------------------------------------------------------------------------------
 
+_REPORT = {"submission": "s.ipynb", "notebook": "01_self_attention.ipynb", "score": 4.0,
+           "max_score": 4.0, "manual_max_score": 0.0, "error": "", "exercises": []}
+
 ROWS: list[Row] = [
     # utils
     # issue 18, core: the newer APIs refuse what they cannot use (forward_cached, key padding,
@@ -647,6 +650,7 @@ ROWS: list[Row] = [
     R(sandbox_kernel.install, "user and prefix", lambda: sandbox_kernel.install(user=True, prefix="/tmp/x"), ValueError, "user and prefix are exclusive"),
     R(sandbox_kernel.launch_command, "inner an int", lambda: sandbox_kernel.launch_command(3, "."), TypeError, "inner must be a path"),
     R(sandbox_kernel.launch_command, "limits a dict", lambda: sandbox_kernel.launch_command("k", ".", {"memory": 1}), TypeError, "limits must be None or a sandbox Limits"),
+    R(sandbox_kernel.launch_command, "info_fd a string", lambda: sandbox_kernel.launch_command("k", ".", info_fd="3"), TypeError, "info_fd must be None or a file descriptor"),
     R(tooling.clone_root, "an int command", lambda: tooling.clone_root(3), TypeError, "command must be a non-empty str"),
     # grading
     R(grading.grade_submission, "path an int", lambda: grading.grade_submission(3), TypeError, "path must be a path"),
@@ -659,7 +663,9 @@ ROWS: list[Row] = [
     R(grading.format_table, "a list", lambda: grading.format_table([]), TypeError, "report must be a report dict"),
     R(grading.format_table, "keys missing", lambda: grading.format_table({"score": 1}), ValueError, "missing ["),
     R(grading.format_csv, "one report, not a list", lambda: grading.format_csv({"score": 1}), TypeError, "reports must be a list"),
-    R(grading.format_nbgrader_csv, "one report, not a list", lambda: grading.format_nbgrader_csv({"score": 1}), TypeError, "reports must be a list"),
+    R(grading.format_nbgrader_csv, "one report, not a list", lambda: grading.format_nbgrader_csv({"score": 1}, ["alice"]), TypeError, "reports must be a list"),
+    R(grading.format_nbgrader_csv, "no id per report", lambda: grading.format_nbgrader_csv([_REPORT], []), ValueError, "student_ids must be a list of one id per report (1)"),
+    R(grading.format_nbgrader_csv, "an id that is a formula", lambda: grading.format_nbgrader_csv([_REPORT], ["=1+1"]), ValueError, "student_ids[0] must be a plain student id"),
     R(grading.grade_submission, "sandbox a string", lambda: grading.grade_submission("missing.ipynb", sandbox="no"), TypeError, "sandbox must be a bool"),
     R(grading.format_csv, "a report without keys", lambda: grading.format_csv([{}]), ValueError, "reports[0] must be a report"),
     # variants.chunked (issue 19): Reformer's chunks and the balanced Routing clusters.

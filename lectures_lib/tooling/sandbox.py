@@ -284,13 +284,16 @@ class Session:
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         """Start the worker (it runs no cell before :meth:`run_until` asks)."""
+        # The job folder (0700, as mkdtemp makes it) and its spec (0600) are the grader's alone:
+        # they hold a student's code and the graded task variant. The sandbox reads them as the
+        # grader's user (bubblewrap maps its "nobody" to that user), no other local user can.
         self._folder = tempfile.TemporaryDirectory(prefix="lectures-job-")
         job = Path(self._folder.name)
-        (job / "spec.json").write_text(json.dumps(
-            {"cells": self.cells, "limits": self.limits.as_spec(), "task_key": self.task_key}),
-            encoding="utf-8")
-        os.chmod(job, 0o755)
-        os.chmod(job / "spec.json", 0o644)
+        os.chmod(job, 0o700)
+        spec = os.open(job / "spec.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(spec, "w", encoding="utf-8") as file:
+            json.dump({"cells": self.cells, "limits": self.limits.as_spec(),
+                       "task_key": self.task_key}, file)
         if self.sandbox:
             command, env = sandbox_command(job, self.checks, self.limits), {}
         else:

@@ -13,8 +13,10 @@ the instructor's user, with the instructor's rights. This module gives it a kern
   folder of the other kernels. A working directory that holds a course (``gradebook.db``,
   ``nbgrader_config.py``, ``submitted/``, ...) is not bound at all: the kernel starts in its
   scratch folder;
-* writable: a private scratch folder and ``/tmp`` in memory (256 MiB each) and ``/dev/shm``
-  (64 MiB), nothing else (``/`` and ``/dev`` are read-only);
+* writable: a private scratch folder and ``/tmp`` in memory (256 MiB each), ``/dev/shm``
+  (64 MiB) and ``/kernel``, where the kernel makes its sockets (:data:`KERNEL_FOLDER_BYTES`, in
+  memory; its connection file is bound read-only into it), nothing else (``/`` and ``/dev`` are
+  read-only): nothing the notebook writes reaches the host's disk;
 * hard limits on memory, processes, file size, CPU time and open files (:class:`~lectures_lib.
   tooling.sandbox.Limits`), set before IPython starts, and a cgroup of its own (``pids.max``,
   memory) where one can be made, which holds for root too; as root without one the launcher
@@ -23,10 +25,13 @@ the instructor's user, with the instructor's rights. This module gives it a kern
   ends with it.
 
 Without network the kernel cannot reach nbgrader's TCP ports, so the kernel's *launcher* (this
-module's ``launch``, outside the sandbox) binds them and relays every message, unchanged, to the
-kernel's Unix sockets in a private folder (ZeroMQ ROUTER/DEALER, XPUB/XSUB). The messages keep
-their signatures (the kernel has the connection key, as any kernel does). Without bubblewrap the
-launcher refuses, and says why; the kernel then dies at its start, and nbgrader reports it.
+module's ``launch``, outside the sandbox) binds them and relays the messages to the kernel's Unix
+sockets in the sandbox's ``/kernel``, which it reaches as ``/proc/<sandbox>/root/kernel`` (ZeroMQ
+ROUTER/DEALER, XPUB/XSUB). The messages keep their signatures (the kernel has the connection key,
+as any kernel does). Output is capped on its way (:mod:`lectures_lib.tooling._kernel_output`): a
+cell's beyond 4 MiB, a notebook's beyond 32 MiB, is cut with a note, since nbgrader keeps every
+output in memory; an error always arrives. Without bubblewrap the launcher refuses, and says
+why; the kernel then dies at its start, and nbgrader reports it.
 
 What this does not change: nbgrader runs its hidden test cells in this same kernel, after the
 student's cells, so a submission can still patch the checkers, ``assert``, builtins or IPython and
@@ -48,6 +53,7 @@ from pathlib import Path
 
 from ..utils import check_bool, check_path
 from . import _cgroups as cgroups
+from ._kernel_output import MAX_FRAME_BYTES, OutputCap
 from .sandbox import Limits, _base_command, _group_problem, _python, sandbox_problem, seal
 
 __all__ = ["KERNEL_NAME", "kernel_spec", "install", "launch_command", "main"]
@@ -58,6 +64,7 @@ CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
 COURSE_MARKERS = ("gradebook.db", "nbgrader_config.py", "submitted", "autograded", "source",
                   "release", "feedback")
 CONFIG_LINE = f'c.ExecutePreprocessor.kernel_name = "{KERNEL_NAME}"'
+KERNEL_FOLDER_BYTES = 64 * 2**10  # /kernel: five sockets (no bytes) and the bound connection file
 
 
 def kernel_spec() -> dict:
@@ -98,10 +105,15 @@ def _check_install(user: object, prefix: object) -> None:
         raise ValueError(f"user and prefix are exclusive (user=True, prefix={prefix!r:.60})")
 
 
-def _check_launch(inner: object, cwd: object, limits: object) -> tuple[Path, Path]:
+def _check_launch(inner: object, cwd: object, limits: object,
+                  info_fd: object) -> tuple[Path, Path]:
     inner, cwd = check_path(inner, "inner"), check_path(cwd, "cwd")
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be None or a sandbox Limits, got {type(limits).__name__}")
+    if info_fd is not None and (isinstance(info_fd, bool) or not isinstance(info_fd, int)
+                                or info_fd < 0):
+        raise TypeError(f"info_fd must be None or a file descriptor (an int >= 0), got "
+                        f"{info_fd!r:.60}")
     return inner, cwd
 
 
@@ -109,12 +121,19 @@ def _is_course(folder: Path) -> bool:
     return any((folder / marker).exists() for marker in COURSE_MARKERS)
 
 
-def launch_command(inner: Path, cwd: Path, limits: Limits | None = None) -> list[str]:
+def launch_command(inner: Path, cwd: Path, limits: Limits | None = None, *,
+                   info_fd: int | None = None) -> list[str]:
     """The ``bwrap`` command that starts IPython with the connection file ``inner/kernel.json``
-    (its sockets in ``inner``), in ``cwd`` (read-only) unless ``cwd`` holds a course."""
-    inner, cwd = _check_launch(inner, cwd, limits)
+    (bound read-only at ``/kernel/kernel.json``; its sockets in ``/kernel``, a tmpfs of
+    :data:`KERNEL_FOLDER_BYTES`), in ``cwd`` (read-only) unless ``cwd`` holds a course. With
+    ``info_fd``, bubblewrap writes the sandbox's process id there (``{"child-pid": N}``)."""
+    inner, cwd = _check_launch(inner, cwd, limits, info_fd)
     limits = limits or Limits()
-    command = _base_command(limits) + ["--bind", str(inner), "/kernel"]
+    command = _base_command(limits) + [
+        "--size", str(KERNEL_FOLDER_BYTES), "--tmpfs", "/kernel",
+        "--ro-bind", str(inner / "kernel.json"), "/kernel/kernel.json"]
+    if info_fd is not None:
+        command += ["--info-fd", str(info_fd)]
     workdir = "/scratch"
     if cwd.is_dir() and cwd != Path("/") and not _is_course(cwd):
         command += ["--ro-bind", str(cwd), str(cwd)]
@@ -146,8 +165,10 @@ def _inner(connection_file: str, limits_json: str) -> int:
     return 1  # not reached
 
 
-def _relay(context, kind: str, outer: str, inner: str, identity: bytes) -> None:
-    """Relay one channel between nbgrader's TCP port and the kernel's Unix socket."""
+def _relay(context, kind: str, outer: str, inner: str, identity: bytes,
+           cap: OutputCap | None = None) -> None:
+    """Relay one channel between nbgrader's TCP port and the kernel's Unix socket; the
+    kernel's iopub messages through ``cap`` (:mod:`._kernel_output`)."""
     import zmq
 
     if kind == "iopub":
@@ -157,12 +178,50 @@ def _relay(context, kind: str, outer: str, inner: str, identity: bytes) -> None:
         back.setsockopt(zmq.IDENTITY, identity)  # shell and stdin: one identity, as a client
     front.setsockopt(zmq.LINGER, 0)
     back.setsockopt(zmq.LINGER, 0)
+    back.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)  # what the launcher holds at once
     front.bind(outer)
     back.connect(inner)
     try:
-        zmq.proxy(front, back)
+        if cap is None:
+            zmq.proxy(front, back)
+        else:
+            _capped_proxy(front, back, cap)
     except zmq.ZMQError:
         pass  # the context ended: the kernel is gone
+
+
+def _capped_proxy(front, back, cap: OutputCap) -> None:
+    """``zmq.proxy`` for iopub, with the kernel's messages passed through ``cap``."""
+    import zmq
+
+    poller = zmq.Poller()
+    poller.register(front, zmq.POLLIN)
+    poller.register(back, zmq.POLLIN)
+    while True:
+        ready = dict(poller.poll())
+        if front in ready:  # nbgrader's subscriptions, to the kernel as they are
+            back.send_multipart(front.recv_multipart())
+        if back in ready:
+            for message in cap.filter(back.recv_multipart()):
+                front.send_multipart(message)
+
+
+def _sandbox_root(info: int, kernel: subprocess.Popen, seconds: float = 60.0) -> str:
+    """``/proc/<pid>/root`` of the sandbox that bubblewrap reports on ``info`` (its
+    ``--info-fd``): the kernel's ``/kernel`` is that path's ``kernel``, seen from here."""
+    import select
+
+    data = b""
+    with os.fdopen(info, "rb", buffering=0) as pipe:
+        while kernel.poll() is None and select.select([pipe], [], [], seconds)[0]:
+            chunk = pipe.read(4096)
+            data += chunk
+            try:
+                return f"/proc/{int(json.loads(data)['child-pid'])}/root"
+            except (ValueError, KeyError, TypeError):
+                if not chunk:
+                    break
+    raise RuntimeError(f"bubblewrap did not report the sandbox's process ({data[:200]!r})")
 
 
 def _launch(connection_file: str) -> int:
@@ -190,17 +249,29 @@ def _launch(connection_file: str) -> int:
     for number, channel in enumerate(CHANNELS, start=1):
         inner_info[f"{channel}_port"] = number
     (inner / "kernel.json").write_text(json.dumps(inner_info))
-    context = zmq.Context()
-    identity = os.urandom(8).hex().encode()
-    for number, channel in enumerate(CHANNELS, start=1):
-        outer = f"tcp://{info['ip']}:{info[f'{channel}_port']}"
-        threading.Thread(target=_relay, daemon=True, args=(
-            context, channel, outer, f"ipc://{inner}/socket-{number}", identity)).start()
+    cap = OutputCap(str(info.get("key", "")).encode(),
+                    str(info.get("signature_scheme", "hmac-sha256")))
     limits = Limits()
     group = cgroups.Group(processes=limits.processes, memory_bytes=limits.memory_bytes) \
         if _group_problem() is None else None
-    kernel = subprocess.Popen(launch_command(inner, Path.cwd(), limits), stdin=subprocess.DEVNULL,
-                              env={}, preexec_fn=group.join if group is not None else None)
+    report, report_to = os.pipe()
+    kernel = subprocess.Popen(launch_command(inner, Path.cwd(), limits, info_fd=report_to),
+                              stdin=subprocess.DEVNULL, env={}, pass_fds=(report_to,),
+                              preexec_fn=group.join if group is not None else None)
+    os.close(report_to)
+    try:
+        root = _sandbox_root(report, kernel)
+    except RuntimeError as error:
+        print(f"lectures-sandbox kernel: {error}", file=sys.stderr)
+        kernel.kill()
+        root = None
+    context = zmq.Context()
+    identity = os.urandom(8).hex().encode()
+    for number, channel in enumerate(CHANNELS if root else (), start=1):
+        outer = f"tcp://{info['ip']}:{info[f'{channel}_port']}"
+        threading.Thread(target=_relay, daemon=True, args=(
+            context, channel, outer, f"ipc://{root}/kernel/socket-{number}", identity,
+            cap if channel == "iopub" else None)).start()
 
     def stop(signum, frame):
         kernel.kill()

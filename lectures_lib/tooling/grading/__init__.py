@@ -32,7 +32,10 @@ submission's grading process (the trusted side) has a memory limit of its own
 (:data:`GRADER_MEMORY` of data, ``RLIMIT_DATA``). Folders are graded in parallel (``--jobs``: each job is a trusted process that
 imports the grader once and forks a fresh grading process per submission, each with its own
 sandbox, so no state of one submission's grading reaches the next), with a progress bar on
-stderr. Reports are plain text: terminal control characters are removed. ``--output FILE``
+stderr. Reports are plain text: terminal control characters are removed, and a submission's
+name is printed on one line (a newline in a file name escaped); no gradebook cell starts a
+formula. ``--format nbgrader-csv`` takes student ids from a source the instructor holds, never
+from file names (:mod:`._student_ids`). ``--output FILE``
 writes them whole or not at all (a temporary file, then a replace).
 
 Past one machine, ``--scheduler tcp://HOST:PORT`` sends each submission to the workers of a Dask
@@ -48,7 +51,8 @@ root where no cgroup can be made, it refuses too (the kernel does not apply ``RL
 root, so nothing would limit a submission's processes) unless ``--root-without-cgroup``.
 
 The package's parts, by responsibility (each imports only those before it, no circle):
-``_report`` (tables, CSV, JSON, control characters removed), ``_collect`` (reading a submission,
+``_report`` (tables, CSV, JSON, control characters removed), ``_student_ids`` (whose
+row is whose in nbgrader's gradebook), ``_collect`` (reading a submission,
 its assignment, which cells run before which test), ``_run`` (the course's test cells here,
 against the sandbox's stand-ins), ``_verdict`` (one submission's report), ``_batch`` (a class:
 zygotes, a forked grading process per submission, ``grade_paths``), ``_cluster`` (a class on
@@ -65,6 +69,7 @@ from pathlib import Path
 from ..exercises import find_exercises  # noqa: F401 - the grader's view of an exercise
 from ._batch import (  # noqa: F401 - the grader's parts, by responsibility
     GRADER_MEMORY,
+    _find,
     _grade_one,
     _limit_memory,
     _one_parser,
@@ -83,14 +88,17 @@ from ._collect import (  # noqa: F401
     use_secret,
 )
 from ._report import (  # noqa: F401
+    check_student_id,
     clean_text,
     format_csv,
     format_nbgrader_csv,
     format_table,
+    one_line,
     to_json,
     write_atomic,
 )
 from ._run import SandboxRefused, _rule_broken, _run_test, _student_checks  # noqa: F401
+from ._student_ids import ids_from_csv, ids_from_folders  # noqa: F401
 from ._verdict import grade_submission  # noqa: F401
 
 __all__ = ["DEFAULT_TIMEOUT", "SandboxRefused", "grade_submission", "grade_paths",
@@ -104,6 +112,11 @@ def _grade_main(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(note, file=sys.stderr)
+    try:  # the ids first: a missing one stops the command before anything is graded
+        student_ids = _student_ids(args)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if args.output is not None and not args.output.parent.is_dir():
         print(f"error: --output {args.output}: its folder does not exist", file=sys.stderr)
         return 2
@@ -134,7 +147,7 @@ def _grade_main(args) -> int:
     if not reports:
         print("error: no submissions found", file=sys.stderr)
         return 1
-    text = _formatted(reports, args.format, any_folder)
+    text = _formatted(reports, args.format, any_folder, student_ids)
     if args.output is None:
         print(text, end="", flush=True)
     else:  # never half a gradebook: written beside it, then put in its place
@@ -143,11 +156,31 @@ def _grade_main(args) -> int:
     return 0
 
 
-def _formatted(reports: list[dict], format: str | None, any_folder: bool) -> str:
+def _student_ids(args) -> list[str] | None:
+    """The student ids ``--format nbgrader-csv`` needs, one per submission found, in order."""
+    given = args.student_ids is not None or args.student_ids_from_folders
+    if args.format != "nbgrader-csv":
+        if given:
+            raise ValueError("--student-ids and --student-ids-from-folders go with "
+                             "--format nbgrader-csv")
+        return None
+    found, _ = _find(args.submissions)
+    if args.student_ids is not None:
+        return ids_from_csv(args.student_ids, found)
+    if args.student_ids_from_folders:
+        return ids_from_folders(found)
+    raise ValueError("--format nbgrader-csv needs each student's id from a source you hold: "
+                     "--student-ids FILE (a CSV: submission,student_id) or "
+                     "--student-ids-from-folders (nbgrader's submitted/<student_id>/"
+                     "<assignment>/ layout); a file's name is the student's choice")
+
+
+def _formatted(reports: list[dict], format: str | None, any_folder: bool,
+               student_ids: list[str] | None = None) -> str:
     if format == "json":
         return "".join(to_json(report) + "\n" for report in reports)
     if format == "nbgrader-csv":
-        return format_nbgrader_csv(reports)
+        return format_nbgrader_csv(reports, student_ids)
     if format == "csv" or (format is None and any_folder):
         return format_csv(reports)
     return "\n\n".join(format_table(report) for report in reports) + "\n"
@@ -174,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         "submission's exercise cells run in a sandbox (bubblewrap); the course's test cells run "
         "in the grader and call the submission's functions across the process boundary. Prints "
         "a per-exercise table, JSON lines (--format json), or a CSV gradebook (a folder, or "
-        "--format csv; --format nbgrader-csv: nbgrader's export shape).",
+        "--format csv; --format nbgrader-csv: nbgrader's export shape, with each student's id "
+        "from --student-ids or --student-ids-from-folders).",
     )
     parser.add_argument("submissions", type=Path, nargs="+",
                         help="submitted notebooks, or folders of them")
@@ -188,6 +222,17 @@ def main(argv: list[str] | None = None) -> int:
                         default=None, help="output (default: table; csv for a folder)")
     parser.add_argument("--json", action="store_const", const="json", dest="format",
                         help="the same as --format json")
+    ids = parser.add_mutually_exclusive_group()
+    ids.add_argument("--student-ids", type=Path, default=None, metavar="FILE",
+                     help="for --format nbgrader-csv: a CSV with the header "
+                     "'submission,student_id', one row per submission (its path; relative "
+                     "paths from the CSV's folder). A file's name never gives an id: students "
+                     "choose their files' names")
+    ids.add_argument("--student-ids-from-folders", action="store_true",
+                     help="for --format nbgrader-csv: each id is the <student_id> folder of "
+                     "nbgrader's layout submitted/<student_id>/<assignment>/NOTEBOOK.ipynb (made "
+                     "by `nbgrader collect` from the students' user names). Ids must be plain "
+                     "(letters, digits, . _ @ + -, starting with a letter or digit)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds for each submission (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--jobs", type=int, default=None,

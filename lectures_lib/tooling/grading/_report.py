@@ -22,6 +22,25 @@ def clean_text(text: object) -> str:
     return _CONTROL.sub("", _ESCAPES.sub("", str(text)))
 
 
+# What ends or bends a line somewhere: C0/C1 controls (newline, carriage return, tab, escape,
+# NEL) and Unicode's line and paragraph separators (str.splitlines breaks at each of them).
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line: every control character and line separator written as its Python
+    escape (``\\n``, ``\\x1b``, ``\\u2028``), so a submission's name or message (a file name may
+    hold a newline) cannot forge a line of a report, or colour a terminal."""
+    return _BREAKS.sub(lambda found: repr(found.group())[1:-1], str(text))
+
+
+def _cell(text: object) -> str:
+    """A gradebook cell from text the submission may choose: one line (a tab or CR escaped), and
+    never a formula (a cell a spreadsheet reads as one, starting = + - or @, gets a leading ')."""
+    text = one_line(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
 _REPORT_KEYS = ("submission", "notebook", "score", "max_score", "manual_max_score", "error",
                 "exercises")
 
@@ -50,7 +69,7 @@ def _failed_report(path: Path, reason: str) -> dict:
 def format_table(report: dict) -> str:
     """A per-exercise table for a terminal."""
     _check_report(report)
-    lines = [f"{clean_text(report['submission'])} ({report['notebook'] or 'unknown notebook'}): "
+    lines = [f"{one_line(report['submission'])} ({report['notebook'] or 'unknown notebook'}): "
              f"{report['score']:g} / {report['max_score']:g} automatic points"
              + (f", + {report['manual_max_score']:g} graded by hand"
                 if report["manual_max_score"] else "")]
@@ -61,7 +80,7 @@ def format_table(report: dict) -> str:
         passed = "hand" if row["manual"] else ("yes" if row["passed"] else "no")
         points = f"{row['points']:g}/{row['max_points']:g}"
         lines.append(f"  {row['id']:<30} {points:>9}  {passed:<6}  {_short(row['message'], 160)}")
-    return "\n".join(clean_text(line) for line in lines)
+    return "\n".join(one_line(line) for line in lines)  # each name and message: one line
 
 
 def format_csv(reports: list[dict]) -> str:
@@ -82,42 +101,73 @@ def format_csv(reports: list[dict]) -> str:
     for report in reports:
         points = {row["id"]: ("hand" if row["manual"] else f"{row['points']:g}")
                   for row in report["exercises"]}
-        writer.writerow([clean_text(report["submission"]), report["notebook"] or "",
+        writer.writerow([_cell(report["submission"]), _cell(report["notebook"] or ""),
                          f"{report['score']:g}",
                          f"{report['max_score']:g}", f"{report['manual_max_score']:g}",
-                         *(points.get(c, "") for c in columns), clean_text(report["error"])])
+                         *(points.get(c, "") for c in columns), _cell(report["error"] or "")])
     return buffer.getvalue()
 
 
-def format_nbgrader_csv(reports: list[dict], assignment: str | None = None) -> str:
+# A student id as nbgrader and a gradebook take it: a user name or an address, starting with a
+# letter or digit (never a formula's = + - @), no space, comma, quote or control character.
+_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
+
+
+def check_student_id(student_id: object, name: str = "student_id") -> str:
+    """``student_id`` if it is a plain identifier (see :data:`_STUDENT_ID`), else ValueError."""
+    if not isinstance(student_id, str) or not _STUDENT_ID.fullmatch(student_id):
+        raise ValueError(f"{name} must be a plain student id (letters, digits and . _ @ + -, "
+                         f"starting with a letter or digit, at most 100), got "
+                         f"{one_line(repr(student_id))[:80]}")
+    return student_id
+
+
+def format_nbgrader_csv(reports: list[dict], student_ids: list[str],
+                        assignment: str | None = None) -> str:
     """The grades in the shape of ``nbgrader export``'s CSV (one row per submission).
 
     Columns ``assignment, duedate, timestamp, student_id, last_name, first_name, email,
-    raw_score, late_submission_penalty, score, max_score``; the student id is the submission's
-    file name up to the first ``_`` (``alice_05_transformer_decoder.ipynb`` -> ``alice``), the
-    assignment the course notebook (or ``assignment``). Automatic points only, as nbgrader's
-    autograde before manual grading.
+    raw_score, late_submission_penalty, score, max_score``. ``student_ids[i]`` is the id of
+    ``reports[i]``, from a source the instructor holds (``grade --student-ids`` or nbgrader's
+    ``submitted/<student>/`` folders: :mod:`._student_ids`), never from the file's name, which
+    the student chose; each must be a plain identifier (:func:`check_student_id`), one row per
+    student and assignment. The assignment is the course notebook (or ``assignment``). Every
+    text cell is one line and never a formula. Automatic points only, as nbgrader's autograde
+    before manual grading.
     """
     if not isinstance(reports, (list, tuple)):
         raise TypeError(f"reports must be a list of report dicts, got {type(reports).__name__}")
     for i, report in enumerate(reports):
         _check_report(report, f"reports[{i}]")
+    if not isinstance(student_ids, (list, tuple)) or len(student_ids) != len(reports):
+        raise ValueError(f"student_ids must be a list of one id per report ({len(reports)}), "
+                         f"got {type(student_ids).__name__} of "
+                         f"{len(student_ids) if isinstance(student_ids, (list, tuple)) else '?'}")
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["assignment", "duedate", "timestamp", "student_id", "last_name",
                      "first_name", "email", "raw_score", "late_submission_penalty", "score",
                      "max_score"])
-    for report in reports:
-        name = Path(clean_text(report["submission"])).name
-        student = name.split("_")[0] if "_" in name else Path(name).stem
+    seen: dict[tuple[str, str], str] = {}
+    for i, (report, student) in enumerate(zip(reports, student_ids)):
+        student = check_student_id(student, f"student_ids[{i}]")
         course = assignment or Path(report["notebook"] or "").stem
-        writer.writerow([course, "", "", student, "", "", "", f"{report['score']:g}", "0.0",
-                         f"{report['score']:g}", f"{report['max_score']:g}"])
+        if course and (student, course) in seen:  # (an unread file names no assignment)
+            raise ValueError(f"student_ids: {student!r} has two submissions for {course!r} "
+                             f"({one_line(seen[student, course])} and "
+                             f"{one_line(report['submission'])}): one row each, please")
+        seen[student, course] = str(report["submission"])
+        writer.writerow([_cell(course), "", "", student, "", "", "", f"{report['score']:g}",
+                         "0.0", f"{report['score']:g}", f"{report['max_score']:g}"])
     return buffer.getvalue()
 
 
 def to_json(report: dict) -> str:
-    return json.dumps(report, ensure_ascii=False)
+    """``report`` as one line of JSON: newlines in its strings are escaped by JSON itself, and
+    the line breaks JSON leaves as they are (NEL, U+2028, U+2029) are escaped here."""
+    text = json.dumps(report, ensure_ascii=False)
+    return text.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace(
+        "\u2029", "\\u2029")
 
 
 def write_atomic(path: Path, text: str) -> None:

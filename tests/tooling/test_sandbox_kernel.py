@@ -1,0 +1,170 @@
+"""nbgrader's sandboxed kernel harms nothing on the host (issue 33, item 5), one cause at a time:
+
+1. its only folder that is not a sized memory mount, ``/kernel`` (the connection file and the
+   sockets), was a host folder bound writable: a notebook wrote 768 MiB onto the host's disk
+   there. It is now a tmpfs of :data:`~lectures_lib.tooling.sandbox_kernel.KERNEL_FOLDER_BYTES`;
+2. the relay forwarded every byte of output to nbgrader, which keeps it all (200 MiB of output
+   grew nbgrader's process to ~1 GiB): a cell's output beyond
+   :data:`~lectures_lib.tooling._kernel_output.CELL_OUTPUT_BYTES` is dropped with a note, an
+   error still arrives as an error (nbgrader grades by it), and the kernel keeps serving.
+
+Each test drives the real kernel through ``jupyter_client``, as nbgrader does (a full
+``nbgrader autograde`` through this kernel is tests/tooling/test_nbgrader_sandbox.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lectures_lib.tooling import sandbox, sandbox_kernel
+
+needs_sandbox = pytest.mark.skipif(sandbox.sandbox_problem() is not None,
+                                   reason=f"no sandbox here: {sandbox.sandbox_problem()}")
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """A started ``lectures-sandbox`` kernel and a client, in a scratch folder (not a course)."""
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    kernels = tmp_path_factory.mktemp("kernels")
+    assert sandbox_kernel.main(["--install", "--prefix", str(kernels)]) == 0
+    specs = KernelSpecManager(kernel_dirs=[str(kernels / "share" / "jupyter" / "kernels")])
+    manager = KernelManager(kernel_name=sandbox_kernel.KERNEL_NAME, kernel_spec_manager=specs)
+    root = Path(__file__).resolve().parents[2]
+    manager.start_kernel(cwd=str(tmp_path_factory.mktemp("notebook")),
+                         env=dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1"))
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=180)
+        yield client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def _run(client, code: str) -> tuple[list[dict], dict]:
+    """Run ``code``; returns the iopub messages nbgrader would keep (outputs) and the reply."""
+    outputs: list[dict] = []
+
+    def keep(message: dict) -> None:
+        if message["msg_type"] in ("stream", "display_data", "execute_result", "error"):
+            outputs.append(message)
+
+    reply = client.execute_interactive(code, output_hook=keep, timeout=240)
+    return outputs, reply["content"]
+
+
+def _text(outputs: list[dict]) -> str:
+    return "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+
+
+@needs_sandbox
+def test_the_kernel_folder_holds_no_more_than_its_size(kernel):
+    outputs, reply = _run(kernel, """
+import os
+written = 0
+try:
+    with open("/kernel/filler", "wb") as file:
+        for _ in range(32):
+            file.write(b"x" * 2**20)
+            file.flush()
+            written += 2**20
+except OSError as error:
+    print("STOPPED", type(error).__name__, error.errno)
+os.sync()
+print("WRITTEN", written)
+print("SOCKETS", sorted(name for name in os.listdir("/kernel") if name.startswith("socket")))
+""")
+    text = _text(outputs)
+    assert reply["status"] == "ok", (reply, text)
+    assert "STOPPED OSError 28" in text, text  # ENOSPC: the mount is full, not the host's disk
+    written = int(text.split("WRITTEN ")[1].split()[0])
+    assert written < 1 * MiB and written <= sandbox_kernel.KERNEL_FOLDER_BYTES, text
+    assert "socket-1" in text, "the kernel's sockets live in its sized /kernel"
+
+
+CELL_OUTPUT_BYTES = 4 * MiB  # the cap the README and _kernel_output.CELL_OUTPUT_BYTES state
+
+
+@needs_sandbox
+def test_a_cells_output_reaches_nbgrader_only_up_to_its_cap(kernel):
+    outputs, reply = _run(kernel, f"""
+for _ in range({12 * CELL_OUTPUT_BYTES // MiB}):
+    print("x" * ({MiB} - 1))
+""")
+    text = _text(outputs)
+    assert reply["status"] == "ok"
+    kept = sum(len(m["content"].get("text", "")) for m in outputs)
+    assert CELL_OUTPUT_BYTES // 2 <= kept <= CELL_OUTPUT_BYTES + 4096, (
+        kept, [(m["content"].get("name"), len(m["content"].get("text", ""))) for m in outputs])
+    assert "output was cut" in text and "4 MiB" in text.split("output was cut")[1], text[-300:]
+    # One print far past the cap, then an error: nbgrader still sees the cell fail.
+    outputs, reply = _run(kernel, f"print('y' * {2 * CELL_OUTPUT_BYTES})\n"
+                                  f"raise ValueError('v' * {2 * CELL_OUTPUT_BYTES})")
+    assert reply["status"] == "error"
+    errors = [m for m in outputs if m["msg_type"] == "error"]
+    assert len(errors) == 1 and errors[0]["content"]["ename"] == "ValueError", outputs
+    assert sum(len(str(m["content"])) for m in outputs) <= CELL_OUTPUT_BYTES + 2 * 2**16
+    # The next cell starts a fresh allowance, and the kernel still answers.
+    outputs, reply = _run(kernel, "print('still here')")
+    assert reply["status"] == "ok" and _text(outputs) == "still here\n", outputs
+    from lectures_lib.tooling._kernel_output import CELL_OUTPUT_BYTES as documented
+
+    assert documented == CELL_OUTPUT_BYTES
+
+
+# ------------------------------------------------------------------------------------------
+# The cap on its own: what it writes is signed as the kernel's messages are
+# ------------------------------------------------------------------------------------------
+
+
+def _frames(session, kind: str, content: dict, parent: dict) -> list[bytes]:
+    return session.serialize(session.msg(kind, content=content, parent=parent), ident=[b"topic"])
+
+
+def test_the_cap_signs_what_it_writes_and_lets_status_and_errors_through():
+    from jupyter_client.session import Session
+
+    from lectures_lib.tooling._kernel_output import OutputCap
+
+    key = b"a-connection-key"
+    kernel, nbgrader = Session(key=key), Session(key=key)
+    cap = OutputCap(key, "hmac-sha256", cell_bytes=10_000, kernel_bytes=25_000)
+    request = kernel.msg("execute_request", content={"code": ""})
+
+    def through(kind: str, content: dict, parent=request) -> list[dict]:
+        messages = cap.filter(_frames(kernel, kind, content, parent))
+        return [nbgrader.deserialize(nbgrader.feed_identities(frames)[1]) for frames in messages]
+
+    first = through("stream", {"name": "stdout", "text": "a" * 6000})
+    assert [m["content"]["text"] for m in first] == ["a" * 6000]
+    (cut,) = through("stream", {"name": "stdout", "text": "b" * 6000})  # crosses the cap: cut
+    assert cut["content"]["text"].startswith("b" * 1000) and "output was cut" in \
+        cut["content"]["text"] and len(cut["content"]["text"]) < 4000
+    assert through("stream", {"name": "stdout", "text": "c"}) == []  # past it: nothing
+    assert through("display_data", {"data": {"text/plain": "d" * 20_000}, "metadata": {}}) == []
+    (status,) = through("status", {"execution_state": "idle"})
+    assert status["content"] == {"execution_state": "idle"}
+    # A new request starts a fresh allowance for its cell, within the notebook's.
+    following = kernel.msg("execute_request", content={"code": ""})
+    kept = through("stream", {"name": "stdout", "text": "f" * 9000}, following)
+    assert [m["content"]["text"] for m in kept] == ["f" * 9000]
+    (note,) = through("stream", {"name": "stdout", "text": "g" * 9000},
+                      kernel.msg("execute_request", content={"code": ""}))
+    assert "this notebook's output passed" in note["content"]["text"]
+    # Past both caps an error still arrives, as an error, shortened.
+    (error,) = through("error", {"ename": "ValueError", "evalue": "e" * 10**6,
+                                 "traceback": ["t" * 10**6]})
+    assert error["msg_type"] == "error" and error["content"]["ename"] == "ValueError"
+    assert error["content"]["evalue"].startswith("e" * 1000)
+    assert len(json.dumps(error["content"])) < 2**16 + 1000
+    # A forged or foreign message (no delimiter, not JSON) is not forwarded.
+    assert cap.filter([b"topic", b"not a message"]) == []
