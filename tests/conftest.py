@@ -126,6 +126,7 @@ SYSTEM_FILES = {
     "tests/tooling/test_grading_fair_share.py", "tests/tooling/test_grading_measured_in_sandbox.py",
     "tests/tooling/test_grading_orphans.py", "tests/tooling/test_grading_rules.py",
     "tests/tooling/test_grading_secret.py", "tests/tooling/test_grading_trained.py",
+    "tests/tooling/test_grading_host.py", "tests/tooling/test_sandbox_kernel.py",
     "tests/tooling/test_fresh_machine.py", "tests/tooling/test_exercises.py",
     "tests/tooling/test_exercises_graded.py", "tests/tooling/test_lab.py",
     "tests/tooling/test_notebooks.py", "tests/tooling/test_main.py", "tests/tooling/test_site.py",

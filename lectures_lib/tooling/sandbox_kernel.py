@@ -45,10 +45,12 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from ..utils import check_bool, check_path
@@ -179,7 +181,13 @@ def _relay(context, kind: str, outer: str, inner: str, identity: bytes,
     front.setsockopt(zmq.LINGER, 0)
     back.setsockopt(zmq.LINGER, 0)
     back.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)  # what the launcher holds at once
+    # Connected once, to the socket IPython made before any of the notebook's code ran, and
+    # never again: a path the notebook later replaces (a symlink resolves on the host side of
+    # /proc/<pid>/root, e.g. to another kernel's socket) is never followed.
+    back.setsockopt(zmq.RECONNECT_IVL, -1)
     front.bind(outer)
+    if not _kernel_socket_ready(inner.removeprefix("ipc://")):
+        return  # the kernel ended before it made its sockets
     back.connect(inner)
     try:
         if cap is None:
@@ -188,6 +196,24 @@ def _relay(context, kind: str, outer: str, inner: str, identity: bytes,
             _capped_proxy(front, back, cap)
     except zmq.ZMQError:
         pass  # the context ended: the kernel is gone
+
+
+def _kernel_socket_ready(path: str, seconds: float = 60.0) -> bool:
+    """Wait until ``path`` is a Unix socket itself (``lstat``: a symlink is refused, raised as
+    ``RuntimeError``); False if it is not there within ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            time.sleep(0.02)
+            continue
+        if not stat.S_ISSOCK(mode):
+            raise RuntimeError(f"the kernel's {path} is not a socket (mode {mode:o}): "
+                               "not connecting to it")
+        time.sleep(0.05)  # bound: give IPython's listen() the moment that follows bind()
+        return True
+    return False
 
 
 def _capped_proxy(front, back, cap: OutputCap) -> None:

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # and a fixture that calls require_system_package).
 NEEDING = ["tests/tooling/test_grading.py", "tests/tooling/test_grading_secret.py",
            "tests/tooling/test_grading_attacks.py", "tests/tooling/test_grading_trained.py",
-           "tests/tooling/test_nbgrader_sandbox.py", "tests/test_browser.py",
+           "tests/tooling/test_nbgrader_sandbox.py", "tests/tooling/test_grading_host.py",
+           "tests/tooling/test_sandbox_kernel.py", "tests/test_browser.py",
            "tests/test_explorer_browser.py", "tests/test_fonts.py", "tests/test_hub_browser.py"]
 
 
