@@ -66,7 +66,10 @@ lab: $(STAMP)
 lab-student: $(STAMP)
 	$(BIN)/python -m lectures_lib lab --student$(LANG_OPTION)
 
-test: $(STAMP) lint unit nbval
+# lint, then the unit tests (outside the system tier) and the notebooks in one pytest run, so that
+# the two workers stay busy (python -m lectures_lib test; `make unit nbval` runs them one by one)
+test: $(STAMP)
+	$(BIN)/python -m lectures_lib test --workers $(WORKERS)
 
 # The system tier (tests/conftest.py, SYSTEM_FILES): about 20 minutes on 2 cores; .ci/run runs it
 # after make test. Its tests need the system packages (make system-deps) and skip without them.

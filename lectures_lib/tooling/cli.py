@@ -63,9 +63,27 @@ def suite_commands(parts: list[str], workers: int) -> list[list[str]]:
     return [commands[part] for part in parts]
 
 
+def together(parts: list[str], workers: int) -> list[list[str]]:
+    """:func:`suite_commands`, with ``unit`` and ``nbval`` in one pytest run when both are asked
+    for: the notebooks first, so that each worker starts on one and the unit tests fill the gaps
+    (two runs leave a worker idle at the end of each)."""
+    commands = suite_commands(parts, workers)
+    if "unit" not in parts or "nbval" not in parts:
+        return commands
+    nbval = commands[parts.index("nbval")]
+    both = [*nbval[:-1], "-m", "not system", "notebooks", "tests"]
+    merged: list[list[str]] = []
+    for part, command in zip(parts, commands):
+        if part not in ("unit", "nbval"):
+            merged.append(command)
+        elif both not in merged:  # where the first of the two stood
+            merged.append(both)
+    return merged
+
+
 def _run_tests(parts: list[str], workers: int) -> int:
     root = clone_root("test", ("tests", "notebooks"))
-    for command in suite_commands(parts or list(TEST_PARTS), workers):
+    for command in together(parts or list(TEST_PARTS), workers):
         print("$ " + " ".join(command[1:] if command[0] == sys.executable else command), flush=True)
         code = subprocess.call(command, cwd=root)
         if code != 0:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.tooling.cli import TEST_PARTS, main, suite_commands
+from lectures_lib.tooling.cli import TEST_PARTS, main, suite_commands, together
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,6 +50,12 @@ def test_make_test_runs_the_same_commands():
     assert lint[1:] == ["-m", "ruff", "check", "lectures_lib", "tests", "benchmarks", "notebooks"]
     assert unit[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope", "-m", "not system",
                         "tests"]
+    assert "\ntest: $(STAMP)\n\t$(BIN)/python -m lectures_lib test --workers $(WORKERS)\n" in makefile
+    lint_again, both = together(list(TEST_PARTS), workers=3)  # what `make test` runs
+    assert lint_again == lint and both[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope",
+                                               "--nbval-lax", "--nbval-current-env",
+                                               "-m", "not system", "notebooks", "tests"]
+    assert together(["unit"], workers=3) == [unit] and together(["nbval"], 3) == [nbval]
     (system,) = suite_commands(["system"], workers=3)  # the rest of the unit suite, exactly
     assert system[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope", "-m", "system", "tests"]
     assert nbval[-3:] == ["--nbval-lax", "--nbval-current-env", "notebooks"]
