@@ -394,6 +394,7 @@ ROWS: list[Row] = [
     R(measure.median_time, "repeats = 0", lambda: measure.median_time(lambda: None, repeats=0), ValueError, "repeats must be an int >= 1, got 0"),
     R(measure.median_time, "warmup a float", lambda: measure.median_time(lambda: None, warmup=0.5), ValueError, "warmup must be an int >= 0"),
     R(measure.median_time, "not callable", lambda: measure.median_time(None), TypeError, "fn must be a callable"),
+    R(measure.median_time, "unknown clock", lambda: measure.median_time(lambda: None, clock="cpu-time"), ValueError, "clock must be one of ['cpu', 'wall'], got 'cpu-time'"),
     R(measure.count_parameters, "not a module", lambda: measure.count_parameters(3), TypeError, "model must be a torch.nn.Module"),
     # diagrams
     R(diagrams.draw_qkv_flow, "n_inputs = 0", lambda: diagrams.draw_qkv_flow(n_inputs=0), ValueError, "n_inputs must be >= 1"),

@@ -63,3 +63,23 @@ def test_count_parameters_counts_every_scalar_and_can_skip_frozen_ones():
     assert count_parameters(model, trainable_only=True) == 4 + 4 * 2
     with pytest.raises(TypeError, match="nn.Module"):
         count_parameters(torch.zeros(3))
+
+
+def test_the_cpu_clock_counts_the_work_not_the_waiting():
+    """``clock="cpu"`` is the thread's CPU time: a call that sleeps (as a call preempted by
+    another process waits) costs nearly nothing on it and its full length on the wall clock;
+    a call that computes costs about the same on both."""
+    import time
+
+    def nap():
+        time.sleep(0.05)
+
+    def spin():
+        end = time.thread_time() + 0.03
+        while time.thread_time() < end:
+            pass
+
+    assert median_time(nap, repeats=3, clock="wall") >= 0.05
+    assert median_time(nap, repeats=3, clock="cpu") < 0.01
+    assert median_time(spin, repeats=3, clock="cpu") >= 0.03
+    assert median_time(spin, repeats=3, clock="wall") >= 0.03
