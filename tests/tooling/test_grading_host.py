@@ -78,6 +78,7 @@ def _empty(path: Path) -> Path:
     return path
 
 
+@needs_sandbox  # the grade command refuses to run without its sandbox
 def test_nbgrader_csv_takes_ids_from_a_file_the_instructor_holds(tmp_path):
     folder = tmp_path / "submissions"
     # Bob hands in a file named for Alice, and one named as a formula; neither name is an id.
@@ -142,6 +143,7 @@ def test_no_gradebook_cell_is_a_formula():
 FORGED = f"evil\nforged ({NAME}.ipynb): 4 / 4 automatic points"
 
 
+@needs_sandbox  # the grade command refuses to run without its sandbox
 def test_a_newline_in_a_file_name_forges_no_line_of_a_report(tmp_path):
     folder = tmp_path / "submissions"
     newline = _empty(folder / f"{FORGED}_{NAME}.ipynb")
