@@ -152,6 +152,23 @@ def test_the_courses_own_solution_keeps_the_rule():
                         {cells[0]}) == ""
 
 
+def test_the_span_the_grader_reads_before_the_first_test_holds_the_courses_own_cells():
+    """As graded: the first test's span is every program cell before it, the course's imports
+    cell (it imports `IPython.display`) included; that cell, unchanged, is not the answer, while
+    the same cell changed by the student is read."""
+    notebook = annotate_notebook(nbformat.read(ROOT / "notebooks" / f"{STEM}.ipynb",
+                                               as_version=4), STEM)
+    cells, tests, _ = _plan(notebook, notebook, _entries(notebook, STEM))
+    imports, first = _course_imports(notebook), tests[0][0]
+    span = cells[:first]
+    assert len(span) >= 2 and "IPython.display" in span[0], span
+    trusted = {span[0].strip()}
+    assert _rule_broken(span, [check_label_smoothing_loss], [], imports, trusted) == ""
+    changed = [span[0] + "\nfrom functools import partial\n", *span[1:]]
+    assert _rule_broken(changed, [check_label_smoothing_loss], [], imports, trusted) \
+        .startswith(REVIEW)
+
+
 @pytest.mark.system_package("bubblewrap")
 def test_a_flagged_solution_earns_nothing_and_is_marked_for_review(tmp_path):
     original = nbformat.read(ROOT / "notebooks" / f"{STEM}.ipynb", as_version=4)
@@ -171,3 +188,11 @@ def test_a_flagged_solution_earns_nothing_and_is_marked_for_review(tmp_path):
     assert json.dumps(report)  # the flag travels in the JSON report
     others = [r for r in report["exercises"] if r["id"] != row["id"] and not r["manual"]]
     assert others and not any(r["review"] for r in others)
+    # the course's own answers, graded the same way, keep the rule: full marks, nothing flagged
+    solved.cells[first.solutions[0]].source = annotate_notebook(
+        original, STEM).cells[first.solutions[0]].source
+    honest = tmp_path / f"honest_{STEM}.ipynb"
+    nbformat.write(solved, honest)
+    report = grading.grade_submission(honest, timeout=120)
+    assert report["score"] == report["max_score"] > 0, report
+    assert not any(r["review"] for r in report["exercises"]), report

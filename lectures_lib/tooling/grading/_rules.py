@@ -288,6 +288,9 @@ def rule_problem(solution: list[str], earlier: list[str], course_imports: str, c
     for node in ast.walk(ast.parse(course_imports)):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             course_bindings.update(_import_bindings(node))
+    # the course's own cells, unchanged, in the span before a test (05's imports cell, before
+    # the first solution) are not the answer: read as the trusted cells before it are
+    solution = [source for source in solution if source.strip() not in trusted]
     try:
         trees = [ast.parse(_python_source(source)) for source in solution]
         before = [ast.parse(_python_source(source)) for source in earlier
