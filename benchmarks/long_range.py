@@ -10,6 +10,7 @@ changes. Each write keeps the rows that another process stored meanwhile under t
 so two processes with disjoint ``--only`` lists can share one JSON. A variant that raises is
 reported and skipped (nothing stored, so ``--resume`` retries it). ``--plot`` redraws the picture
 from the JSON (``--plot-only`` without training): numbered markers, the numbers listed beside.
+``--markdown`` prints the README's table of every seed of every row from the JSON.
 ``--model-seeds 1 2`` (with the stored settings) trains every stored variant again with those
 seeds of the model and the batch order (the data stay those of ``--seed``), stored per (variant,
 seed) as ``seed_rows`` as each run finishes, skipping those already stored (resumable); the
@@ -306,6 +307,60 @@ def accuracies(results: dict, label: str) -> list[float]:
             *(row["accuracy"] for row in results.get("seed_rows", {}).get(label, {}).values())]
 
 
+def seed_accuracies(results: dict, label: str) -> dict[int, float]:
+    """``{seed: accuracy}`` of ``label``, in seed order: the ``rows`` run (seed ``--seed``) and the
+    ``--model-seeds`` runs (``seed_rows``)."""
+    runs = {results["settings"]["seed"]: results["rows"][label]["accuracy"]}
+    runs.update({int(seed): row["accuracy"]
+                 for seed, row in results.get("seed_rows", {}).get(label, {}).items()})
+    return dict(sorted(runs.items()))
+
+
+def query_only_ceiling(test) -> float:
+    """The best accuracy on ``test`` (the binding task) of answers read from the query alone,
+    each key's answer chosen *after* seeing the labels (its most frequent value there). Every
+    pair token occurs once in every sequence, so no content-blind guess does better on these
+    sequences: a run at or below it has shown nothing more (07 section 7 computes the same)."""
+    tokens, labels = test
+    asked = tokens[:, -1]  # (n_test,): the query token, i.e. the key asked for
+    best = sum(int(labels[asked == key].bincount().max()) for key in asked.unique())
+    return best / len(labels)
+
+
+def markdown(results: dict, chance: float, ceiling: float) -> str:
+    """The README's table of the stored picture, every seed of every row (best mean first), and
+    the lines below it, all read from ``results``; ``chance`` and ``ceiling``
+    (:func:`query_only_ceiling`) come from the task."""
+    rows = results["rows"]
+    runs = {label: seed_accuracies(results, label) for label in rows}
+    seeds = sorted({seed for by_seed in runs.values() for seed in by_seed})
+    mean = {label: sum(by_seed.values()) / len(by_seed) for label, by_seed in runs.items()}
+    above = {label: [s for s, a in by_seed.items() if a > ceiling] for label, by_seed in runs.items()}
+    lines = ["| attention | family | " + " | ".join(f"seed {s}" for s in seeds)
+             + " | mean | seeds above the ceiling | steps / s (together) | peak memory (MiB) |",
+             "|---|---|" + "---:|" * (len(seeds) + 4)]
+    for label in sorted(rows, key=lambda name: -mean[name]):
+        row = rows[label]
+        accuracy = " | ".join(f"{runs[label][s]:.3f}" if s in runs[label] else "-" for s in seeds)
+        lines.append(f"| {label} | {row['family']} | {accuracy} | {mean[label]:.3f} | "
+                     f"{len(above[label])} of {len(runs[label])} | {row['steps_per_s']:.2f} | "
+                     f"{row['peak_mib']:.1f} |")
+    full = [a for label, row in rows.items() if row["family"] == "full" for a in runs[label].values()]
+    some = [f"{label} ({', '.join(f'{runs[label][s]:.3f}' for s in above[label])} on seed "
+            f"{', '.join(map(str, above[label]))})"
+            for label in rows if 0 < len(above[label]) < len(runs[label])]
+    never = [label for label in rows if not above[label]]
+    lines += [
+        "",
+        f"Chance {chance:.3f}; the best answers read from the query alone reach {ceiling:.3f} on "
+        f"these {results['settings']['n_test']} held-out sequences (the ceiling). Full "
+        f"attention's {len(full)} runs (both kernels) span {min(full):.3f}-{max(full):.3f}. Above "
+        f"the ceiling on some seeds only: {'; '.join(some) or 'none'}. At or below it on every "
+        f"seed ({len(never)}): {', '.join(never)}.",
+    ]
+    return "\n".join(lines)
+
+
 def plot(results: dict, path: Path) -> None:
     """The picture: one marker per variant (area ~ peak memory), numbered; the numbers are
     listed beside the axes (so that close markers never hide each other's names)."""
@@ -471,6 +526,8 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=HERE / "long_range.png")
     parser.add_argument("--resume", action="store_true", help="keep stored rows of these settings")
     parser.add_argument("--plot-only", action="store_true", help="redraw the plot from --json")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the README's table of every seed from --json (trains nothing)")
     parser.add_argument("--retime", action="store_true",
                         help="time every stored variant again, together (needs the same settings)")
     parser.add_argument("--sweep", action="store_true", help="accuracy against N instead")
@@ -488,6 +545,12 @@ def main() -> None:
 
     if args.plot_only:
         plot(json.loads(args.json.read_text()), args.plot)
+        return
+    if args.markdown:  # the held-out set of the stored settings gives chance and the ceiling
+        stored = json.loads(args.json.read_text())
+        s = stored["settings"]
+        test = make_task(s["task"], s["n_test"], s["seq_len"], seed=s["seed"] + 1)[0]
+        print(markdown(stored, 1 / len(test[1].unique()), query_only_ceiling(test)))
         return
     settings = settings_of(args)
     results = {"settings": settings, "rows": {}}

@@ -93,3 +93,28 @@ def test_markdown_table_is_read_from_the_runs():
     assert "The 2 models (every row but the two baselines) span 0.310-0.320" in text
     assert "full attention's 2 runs span 0.300-0.340 (0.040)" in text
     assert "over the 2 mapped rows: 1.000" in text, "local below full, in both tables"
+
+
+def test_long_range_table_reads_every_seed_and_the_query_only_ceiling():
+    torch = pytest.importorskip("torch")
+    import long_range
+
+    # Two queries (keys 9 and 10): key 9's answers 0, 0, 1 (best 2), key 10's 3 (best 1): 3 of 4.
+    tokens = torch.tensor([[1, 9], [2, 9], [3, 9], [4, 10]])
+    assert long_range.query_only_ceiling((tokens, torch.tensor([0, 0, 1, 3]))) == 0.75
+    rows = {"full": {"accuracy": 0.9, "family": "full", "steps_per_s": 5.0, "peak_mib": 49.0},
+            "flaky": {"accuracy": 0.26, "family": "clustering", "steps_per_s": 2.0, "peak_mib": 9.0},
+            "blind": {"accuracy": 0.25, "family": "baseline", "steps_per_s": 30.0, "peak_mib": 1.0}}
+    seed_rows = {"full": {"1": {"accuracy": 0.7}, "2": {"accuracy": 0.8}},
+                 "flaky": {"2": {"accuracy": 0.44}, "1": {"accuracy": 0.27}},
+                 "blind": {"1": {"accuracy": 0.27}}}
+    results = {"settings": {"seed": 0, "n_test": 4}, "rows": rows, "seed_rows": seed_rows}
+    assert long_range.seed_accuracies(results, "flaky") == {0: 0.26, 1: 0.27, 2: 0.44}
+    lines = long_range.markdown(results, 0.25, 0.28).splitlines()
+    assert lines[0].startswith("| attention | family | seed 0 | seed 1 | seed 2 | mean |")
+    assert lines[2] == "| full | full | 0.900 | 0.700 | 0.800 | 0.800 | 3 of 3 | 5.00 | 49.0 |"
+    assert lines[3].startswith("| flaky | clustering | 0.260 | 0.270 | 0.440 | 0.323 | 1 of 3 |")
+    assert lines[4].startswith("| blind | baseline | 0.250 | 0.270 | - | 0.260 | 0 of 2 |"), \
+        "a missing seed is shown as missing, not averaged in"
+    assert "some seeds only: flaky (0.440 on seed 2)" in lines[-1]
+    assert "every seed (1): blind." in lines[-1]
