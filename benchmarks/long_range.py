@@ -327,6 +327,12 @@ def query_only_ceiling(test) -> float:
     return best / len(labels)
 
 
+def task_ceiling(task: str, test) -> float | None:
+    """:func:`query_only_ceiling` for the binding task, whose query is asked at the end; ``None``
+    (no ceiling drawn) for another task."""
+    return query_only_ceiling(test) if task == "binding" else None
+
+
 def markdown(results: dict, chance: float, ceiling: float) -> str:
     """The README's table of the stored picture, every seed of every row (best mean first), and
     the lines below it, all read from ``results``; ``chance`` and ``ceiling``
@@ -361,9 +367,11 @@ def markdown(results: dict, chance: float, ceiling: float) -> str:
     return "\n".join(lines)
 
 
-def plot(results: dict, path: Path) -> None:
-    """The picture: one marker per variant (area ~ peak memory), numbered; the numbers are
-    listed beside the axes (so that close markers never hide each other's names)."""
+def plot(results: dict, path: Path, ceiling: float | None = None) -> None:
+    """The picture: one marker per variant (area ~ peak memory) at the mean of its seeds, a line
+    from the worst seed to the best and a tick at each, numbered; the numbers are listed beside
+    the axes (so that close markers never hide each other's names). ``ceiling``
+    (:func:`query_only_ceiling` of the held-out set) is drawn as a dashed line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -379,22 +387,28 @@ def plot(results: dict, path: Path) -> None:
         x, y = row["steps_per_s"], sum(seen) / len(seen)  # the mean over the stored seeds
         ax.scatter(x, y, s=20 + 600 * row["peak_mib"] / biggest, color=colours[row["family"]],
                    alpha=0.45, edgecolors="black", linewidths=0.5)
-        if len(seen) > 1:  # the spread over seeds: min to max
+        if len(seen) > 1:  # the spread over seeds: min to max, and every seed's run as a dot
             ax.plot([x, x], [min(seen), max(seen)], color=colours[row["family"]], linewidth=1.2)
+            ax.scatter([x] * len(seen), seen, s=9, color=colours[row["family"]], marker="_",
+                       linewidths=1.5, zorder=3)
         ax.annotate(str(number), (x, y), fontsize=7, ha="center", va="center")
-        key.text(0.0, 0.99 - 0.029 * (number - 1), f"{number:2d}  {label}: {y:.2f}, "
-                 f"{row['peak_mib']:.0f} MiB ({len(seen)} seed{'s' if len(seen) > 1 else ''})",
+        spread = f" ({min(seen):.2f}-{max(seen):.2f}, {len(seen)} seeds)" if len(seen) > 1 else ""
+        key.text(0.0, 0.99 - 0.029 * (number - 1), f"{number:2d}  {label}: {y:.2f}{spread}, "
+                 f"{row['peak_mib']:.0f} MiB",
                  color=colours[row["family"]], fontsize=7.5,
                  va="center", transform=key.transAxes)
     key.axis("off")
     for family, colour in colours.items():
         ax.scatter([], [], color=colour, label=family, s=30)
     ax.axhline(0.25, color="grey", linestyle=":", label="chance")
+    if ceiling is not None:
+        ax.axhline(ceiling, color="black", linestyle="--", linewidth=0.8,
+                   label=f"ceiling {ceiling:.3f}: the best answers from the query alone")
     ax.set_xscale("log")
     together = all(row.get("timed") for row in rows.values())  # --retime: one process, one load
     ax.set_xlabel("training steps per second (log scale; higher = faster"
                   + ("; all timed together, one thread)" if together else ")"))
-    ax.set_ylabel("held-out accuracy (mean over seeds; line: min to max)")
+    ax.set_ylabel("held-out accuracy (marker: mean over seeds; ticks: each seed)")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{settings['task']} task, N = {settings['seq_len']}, {settings['layers']} layers, "
                  f"{settings['steps']} steps of {settings['batch_size']} "
@@ -411,6 +425,12 @@ SWEEP_VARIANTS = {
     "uniform average": ("UniformAttention", {}),
     "Synthesizer (random)": ("RandomSynthesizerAttention", {}),
     "Linformer (k = 8)": ("LinformerAttention", {"k": 8}),
+}
+#: Run only when named by ``--variants``: the content-comparing models at chance at N = 512 with 4x
+#: the steps, swept over N to see where they stop learning (07 section 7, issue 31).
+SWEEP_EXTRA = {
+    "compressed (conv)": ("CompressedAttention", {"stride": 8}),
+    "linear (elu+1)": ("LinearAttention", {}),
 }
 
 
@@ -443,7 +463,8 @@ def sweep(args) -> None:
             rows[:] = [r for r in rows if r["task"] != task]
         settings[task] = wanted
     done = {(r["task"], r["variant"], r["seq_len"], r["seed"]) for r in rows}
-    variants_run = {label: SWEEP_VARIANTS[label] for label in (args.variants or SWEEP_VARIANTS)}
+    known = {**SWEEP_VARIANTS, **SWEEP_EXTRA}
+    variants_run = {label: known[label] for label in (args.variants or SWEEP_VARIANTS)}
     for task in args.tasks:
         for seq_len in args.seq_lens:
             train, vocab, n_labels = make_task(task, args.n_train, seq_len, seed=0)
@@ -535,22 +556,23 @@ def main() -> None:
     parser.add_argument("--seq-lens", nargs="*", type=int, default=[32, 64, 128, 256])
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1])
     parser.add_argument("--sweep-json", type=Path, default=HERE / "long_range_sweep.json")
-    parser.add_argument("--variants", nargs="*", choices=list(SWEEP_VARIANTS),
-                        help="sweep only these (default: all four)")
+    parser.add_argument("--variants", nargs="*", choices=[*SWEEP_VARIANTS, *SWEEP_EXTRA],
+                        help="sweep only these (default: the first four; compressed and linear only "
+                             "when named)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # one thread per process: the timings and the shared machine
     if args.sweep:
         sweep(args)
         return
 
-    if args.plot_only:
-        plot(json.loads(args.json.read_text()), args.plot)
-        return
-    if args.markdown:  # the held-out set of the stored settings gives chance and the ceiling
+    if args.plot_only or args.markdown:  # the stored settings' held-out set: chance, ceiling
         stored = json.loads(args.json.read_text())
         s = stored["settings"]
         test = make_task(s["task"], s["n_test"], s["seq_len"], seed=s["seed"] + 1)[0]
-        print(markdown(stored, 1 / len(test[1].unique()), query_only_ceiling(test)))
+        if args.plot_only:
+            plot(stored, args.plot, task_ceiling(s["task"], test))
+        else:
+            print(markdown(stored, 1 / len(test[1].unique()), query_only_ceiling(test)))
         return
     settings = settings_of(args)
     results = {"settings": settings, "rows": {}}
@@ -570,7 +592,7 @@ def main() -> None:
         print("|---|---:|---:|")
         retime(results, args, train, vocab, n_labels)
         store(results, args.json)
-        plot(results, args.plot)
+        plot(results, args.plot, task_ceiling(args.task, test))
         return
     print(f"# {args.task}, seq_len={args.seq_len}, d_model={args.d_model}, {args.heads} heads, "
           f"{args.layers} layers, {args.steps} steps of {args.batch_size}, lr={args.lr} "
@@ -578,7 +600,7 @@ def main() -> None:
     if args.model_seeds:
         more_seeds(args, results, train, test, vocab, n_labels)
         if args.plot:
-            plot(results, args.plot)
+            plot(results, args.plot, task_ceiling(args.task, test))
         return
     print("| attention | family | accuracy | steps / s | peak memory (MiB) |")
     print("|---|---|---:|---:|---:|")
@@ -601,7 +623,7 @@ def main() -> None:
         print(f"| {label} | {family} | {row['accuracy']:.3f} | {row['steps_per_s']:.2f} | "
               f"{row['peak_mib']:.1f} |", flush=True)
     if args.plot:
-        plot(results, args.plot)
+        plot(results, args.plot, task_ceiling(args.task, test))
         print(f"# plot saved to {args.plot}")
 
 

@@ -25,6 +25,17 @@ for seed in 0 1 2; do
             || echo "long_range seed $seed: exit $?"
     fi
 done
+# 4x the steps at N = 512 for the models at chance that compare the query with content (and FNet,
+# blind to the keys, as a control): optimisation or not (07 section 7, issue 31).
+"$PY" benchmarks/long_range.py --n-train 16384 --steps 4000 --batch-size 32 --schedule warmup_cosine \
+    --warmup 0.1 --resume --only LinearAttention CompressedAttention FourierMixing LinformerAttention \
+    --json benchmarks/long_range_budget_4x.json --plot /dev/null || echo "4x budget: exit $?"
+# The same two content-comparing models swept over N with the stored sweep's budget: where they stop
+# learning.
+"$PY" benchmarks/long_range.py --sweep --resume --tasks binding --seq-lens 64 128 256 --seeds 0 1 2 \
+    --steps 1024 --batch-size 32 --n-train 2048 --schedule warmup_cosine --warmup 0.1 \
+    --variants "compressed (conv)" "linear (elu+1)" --sweep-json benchmarks/long_range_sweep_content.json \
+    || echo "content sweep: exit $?"
 # The sweep's input-independent models with 4x the steps and 8x the data (review s4, N6).
 "$PY" benchmarks/long_range.py --sweep --resume --tasks binding --seq-lens 64 256 --seeds 0 1 2 \
     --steps 4096 --batch-size 32 --n-train 16384 --schedule warmup_cosine --warmup 0.1 \

@@ -118,3 +118,30 @@ def test_long_range_table_reads_every_seed_and_the_query_only_ceiling():
         "a missing seed is shown as missing, not averaged in"
     assert "some seeds only: flaky (0.440 on seed 2)" in lines[-1]
     assert "every seed (1): blind." in lines[-1]
+
+
+def test_long_range_picture_draws_every_seed_and_the_ceiling(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    import long_range
+    import matplotlib.pyplot as plt
+
+    tokens = torch.tensor([[1, 9], [2, 9], [3, 9], [4, 10]])
+    test = (tokens, torch.tensor([0, 0, 1, 3]))
+    assert long_range.task_ceiling("binding", test) == 0.75
+    assert long_range.task_ceiling("retrieval", test) is None, "no ceiling where it is not defined"
+    rows = {"full": {"accuracy": 0.9, "family": "full", "steps_per_s": 5.0, "peak_mib": 49.0},
+            "blind": {"accuracy": 0.25, "family": "baseline", "steps_per_s": 30.0, "peak_mib": 1.0}}
+    results = {"settings": {"task": "binding", "seq_len": 8, "layers": 2, "steps": 10,
+                            "batch_size": 2, "seed": 0},
+               "rows": rows, "seed_rows": {"full": {"1": {"accuracy": 0.7}, "2": {"accuracy": 0.8}}}}
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to read it back
+    long_range.plot(results, tmp_path / "picture.png", ceiling=0.28)
+    assert (tmp_path / "picture.png").stat().st_size > 0
+    ax = figures[0].axes[0]
+    ticks = sorted(y for collection in ax.collections for _, y in collection.get_offsets()
+                   if collection.get_offsets().shape[0] == 3)
+    assert ticks == pytest.approx([0.7, 0.8, 0.9]), "a tick at each of full's three seeds"
+    dashed = [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert dashed == pytest.approx([0.28]), "the ceiling, dashed"
