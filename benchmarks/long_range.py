@@ -131,6 +131,8 @@ SETTINGS = {
     "DenseSynthesizerAttention": ("Synthesizer (dense)", "no q.k", {}),
     "RandomSynthesizerAttention": ("Synthesizer (random)", "no q.k", {}),
     "FourierMixing": ("FNet (Fourier)", "no attention", {}),
+    "LinformerPaper": ("Linformer (k = 256, the paper's)", "representative keys", {"k": 256}),
+    "CompressedPaper": ("compressed (stride 3, the paper's)", "representative keys", {"stride": 3}),
     "LongformerOnQuery": ("Longformer (global on the query)", "human knowledge", {}),
     "BigBirdOnQuery": ("Big Bird (global on the query)", "human knowledge", {}),
 }
@@ -152,9 +154,20 @@ class BigBirdOnQuery(variants.BigBirdAttention):
         super().__init__(d_model, num_heads, dropout, global_positions=(seq_len - 1,), **options)
 
 
+class LinformerPaper(variants.LinformerAttention):
+    """Linformer as its paper runs it at N = 512: k = 256 projected keys (Wang et al. 2020, the
+    settings of ``SETTINGS``), where the picture's row uses k = 64. Runs only when named."""
+
+
+class CompressedPaper(variants.CompressedAttention):
+    """Memory-compressed attention as its paper runs it: a convolution of kernel and stride 3
+    (Liu et al. 2018), where the picture's row uses 8. Runs only when named."""
+
+
 #: Configurations run only when named by ``--only`` (kept out of the default picture, whose rows
 #: are one per registered class): the binding task's query is its last position.
-EXTRA = {"LongformerOnQuery": LongformerOnQuery, "BigBirdOnQuery": BigBirdOnQuery}
+EXTRA = {"LongformerOnQuery": LongformerOnQuery, "BigBirdOnQuery": BigBirdOnQuery,
+         "LinformerPaper": LinformerPaper, "CompressedPaper": CompressedPaper}
 
 
 def discover(extra: dict | None = None) -> list[tuple[str, type]]:
