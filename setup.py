@@ -2,7 +2,7 @@
 
 They are copied at build time from the clone (or the sdist, which MANIFEST.in fills with them)
 into ``lectures_lib/_course/`` of the build, so the repository keeps one tracked copy of each.
-The list of files is ``SHIPPED`` in lectures_lib/tooling/course.py, read here as text (the build
+The list of files is ``SHIPPED`` in lectures_lib/course.py, read here as text (the build
 must not import the package: its dependencies, torch among them, are not installed yet).
 """
 
@@ -17,12 +17,12 @@ HERE = Path(__file__).resolve().parent
 
 
 def shipped_globs() -> tuple[str, ...]:
-    tree = ast.parse((HERE / "lectures_lib" / "tooling" / "course.py").read_text(encoding="utf-8"))
+    tree = ast.parse((HERE / "lectures_lib" / "course.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SHIPPED"
                                                 for t in node.targets):
             return ast.literal_eval(node.value)
-    raise RuntimeError("lectures_lib/tooling/course.py defines no SHIPPED")
+    raise RuntimeError("lectures_lib/course.py defines no SHIPPED")
 
 
 class BuildWithCourse(build_py):

@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lectures_lib.tooling.exercises import annotate_notebook, release_notebook  # noqa: E402
-from lectures_lib.tooling.grading import grade_paths  # noqa: E402
+from course_tools.grading import grade_paths  # noqa: E402
+from course_tools.publish.exercises import annotate_notebook, release_notebook  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "05_transformer_decoder.ipynb"
 

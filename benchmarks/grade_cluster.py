@@ -5,7 +5,7 @@
 For each worker count it starts a real scheduler and that many ``dask worker`` processes on
 127.0.0.1 (one thread each: one submission at a time per worker, as on a machine per worker),
 grades the same ``--n`` correct submissions of 05 with ``grade --scheduler``'s code
-(:func:`~lectures_lib.tooling.grading._cluster.grade_on_cluster`, sandbox included), and prints
+(:func:`~course_tools.grading._cluster.grade_on_cluster`, sandbox included), and prints
 the wall time, the submissions per minute, the scaling against the first count and the load
 average before and after (the machine may be shared: the numbers are only as good as its
 quiet). Fails unless every submission gets full marks. The workers' start (imports) is not
@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lectures_lib.tooling.grading._cluster import grade_on_cluster  # noqa: E402
-from lectures_lib.tooling.grading._collect import COURSE_NOTEBOOKS  # noqa: E402
-from lectures_lib.tooling.grading._local_cluster import local_cluster  # noqa: E402
+from course_tools.grading._cluster import grade_on_cluster  # noqa: E402
+from course_tools.grading._collect import COURSE_NOTEBOOKS  # noqa: E402
+from course_tools.grading._local_cluster import local_cluster  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "05_transformer_decoder.ipynb"
 
@@ -34,7 +34,7 @@ NOTEBOOK = ROOT / "notebooks" / "05_transformer_decoder.ipynb"
 def _write_class(folder: Path, n: int) -> None:
     import nbformat
 
-    from lectures_lib.tooling.exercises import annotate_notebook, release_notebook
+    from course_tools.publish.exercises import annotate_notebook, release_notebook
 
     course = nbformat.read(NOTEBOOK, as_version=4)
     solved = release_notebook(course, NOTEBOOK.stem)

@@ -23,8 +23,11 @@ derives it:
 - :mod:`lectures_lib.plotting`, :mod:`lectures_lib.diagrams`, :mod:`lectures_lib.measure`:
   attention maps and curves, pictures of the architecture, memory and time;
 - :mod:`lectures_lib.checks`: the exercise checkers;
-- :mod:`lectures_lib.tooling`: the course's tooling, not taught (student versions, grading,
-  re-executing notebooks, the site, the lab): ``python -m lectures_lib --help``.
+- :mod:`lectures_lib.course`: the course's files (notebooks, stored benchmark runs) in a clone or
+  the installed package.
+
+The instructor's tools (student versions, grading, re-executing notebooks, the site, the lab, the
+hub) are the package ``course_tools`` beside this one, in the same wheel; nothing here imports it.
 """
 
 import sys as _sys

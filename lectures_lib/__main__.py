@@ -1,5 +1,6 @@
-"""``python -m lectures_lib COMMAND``: the course's commands (:mod:`lectures_lib.tooling.cli`)."""
-from lectures_lib.tooling.cli import main
+"""``python -m lectures_lib COMMAND``: the course's commands (:mod:`course_tools.cli`)."""
 
 if __name__ == "__main__":
+    from course_tools.cli import main
+
     raise SystemExit(main())

@@ -54,7 +54,7 @@ _SKIP_TAG = "[system package: {}]"
 
 
 def _bubblewrap_problem() -> str | None:
-    from lectures_lib.tooling import sandbox
+    from course_tools.grading import sandbox
 
     return sandbox.sandbox_problem()
 

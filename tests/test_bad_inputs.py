@@ -30,9 +30,14 @@ import pytest
 import torch
 from torch import nn
 
+import course_tools
 import lectures_lib
+from course_tools import grading
+from course_tools.grading.sandbox import kernel as sandbox_kernel
+from course_tools.publish import exercises
 from lectures_lib import (
     attention,
+    course,
     decoding,
     diagrams,
     layers,
@@ -41,7 +46,6 @@ from lectures_lib import (
     models,
     plotting,
     positional,
-    tooling,
     training,
     utils,
 )
@@ -55,7 +59,6 @@ from lectures_lib.data import (
     sequences,
     translation,
 )
-from lectures_lib.tooling import exercises, grading, sandbox_kernel
 from lectures_lib.variants import (
     VARIANTS,
     attention_free,
@@ -75,6 +78,7 @@ from lectures_lib.variants import (
 sinkhorn = importlib.import_module("lectures_lib.variants.sinkhorn")
 matplotlib.use("Agg")
 LIBRARY = Path(lectures_lib.__file__).resolve().parent
+TOOLS = Path(course_tools.__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -652,7 +656,9 @@ ROWS: list[Row] = [
     R(sandbox_kernel.launch_command, "inner an int", lambda: sandbox_kernel.launch_command(3, "."), TypeError, "inner must be a path"),
     R(sandbox_kernel.launch_command, "limits a dict", lambda: sandbox_kernel.launch_command("k", ".", {"memory": 1}), TypeError, "limits must be None or a sandbox Limits"),
     R(sandbox_kernel.launch_command, "info_fd a string", lambda: sandbox_kernel.launch_command("k", ".", info_fd="3"), TypeError, "info_fd must be None or a file descriptor"),
-    R(tooling.clone_root, "an int command", lambda: tooling.clone_root(3), TypeError, "command must be a non-empty str"),
+    R(course_tools.clone_root, "an int command", lambda: course_tools.clone_root(3), TypeError, "command must be a non-empty str"),
+    R(course.stored_benchmark, "a path, not a name", lambda: course.stored_benchmark("benchmarks/long_range.json"), ValueError, "name must be a file name in benchmarks/"),
+    R(course.stored_benchmark, "an int name", lambda: course.stored_benchmark(3), ValueError, "name must be a file name in benchmarks/"),
     # grading
     R(grading.grade_submission, "path an int", lambda: grading.grade_submission(3), TypeError, "path must be a path"),
     R(grading.grade_submission, "timeout = -1", lambda: grading.grade_submission("missing.ipynb", timeout=-1), ValueError, "timeout must be a finite number > 0"),
@@ -731,39 +737,42 @@ NO_ROW: dict[str, str] = {
     "lectures_lib.data.relations.TwoRelationsData": "a record the library fills",
     "lectures_lib.data.translation.TranslationSplit": "a record the library fills",
     "lectures_lib.data.translation.TranslationData": "a record the library fills",
-    "lectures_lib.tooling.CloneRequired": "an exception class: the library raises it",
-    "lectures_lib.tooling.grading.SandboxRefused": "an exception class: the library raises it",
-    "lectures_lib.tooling.grading.clean_text": "accepts any object (str() of it)",
-    "lectures_lib.tooling.exercises.exercise_cells": "accepts any object: malformed cells and "
+    "lectures_lib.course.course_files": "takes no arguments",
+    "course_tools.CloneRequired": "an exception class: the library raises it",
+    "course_tools.grading.SandboxRefused": "an exception class: the library raises it",
+    "course_tools.grading.clean_text": "accepts any object (str() of it)",
+    "course_tools.publish.exercises.exercise_cells": "accepts any object: malformed cells and "
     "notebooks (hostile submissions) give no cells rather than an error",
-    "lectures_lib.tooling.exercises.MarkerError": "an exception class: the library raises it",
-    "lectures_lib.tooling.exercises.Region": "a record find_regions fills",
-    "lectures_lib.tooling.exercises.Exercise": "a record find_exercises fills",
-    "lectures_lib.tooling.sandbox_kernel.kernel_spec": "takes no arguments",
-    "lectures_lib.tooling.sandbox_kernel.main": "a command line: argparse refuses bad arguments "
+    "course_tools.publish.exercises.MarkerError": "an exception class: the library raises it",
+    "course_tools.publish.exercises.Region": "a record find_regions fills",
+    "course_tools.publish.exercises.Exercise": "a record find_exercises fills",
+    "course_tools.grading.sandbox.kernel.kernel_spec": "takes no arguments",
+    "course_tools.grading.sandbox.kernel.main": "a command line: argparse refuses bad arguments "
     "with its usage; 'launch' and 'inner' are started by Jupyter and the launcher themselves",
-    "lectures_lib.tooling.exercises.main": "a command line: argparse refuses bad arguments with its usage "
+    "course_tools.publish.exercises.main": "a command line: argparse refuses bad arguments with its usage "
     "and exit status 2 (tests/test_exercises.py)",
 }
 # Modules whose public names are checked elsewhere or owned by another issue, with the reason.
 NO_ROW_MODULES: dict[str, str] = {
-    "lectures_lib.tooling.sandbox": "the grade command's sandbox and remote stand-ins: its "
+    "course_tools.grading.sandbox": "the grade command's sandbox and remote stand-ins: its "
     "inputs come from the grader itself (tests/tooling/test_grading_attacks.py)",
-    "lectures_lib.tooling.wire": "the grader's plain-data protocol: malformed input is refused "
+    "course_tools.grading.sandbox.wire": "the grader's plain-data protocol: malformed input is refused "
     "with WireError (tests/tooling/test_grading_attacks.py)",
-    "lectures_lib.tooling.worker": "runs inside the sandbox, driven only by the grader",
+    "course_tools.grading.sandbox.worker": "runs inside the sandbox, driven only by the grader",
     "lectures_lib.checks": "checkers never raise: a bad argument is reported in the CheckResult "
     "(tests/checks/)",
 }
 
 
 def _public_modules():
-    for info in pkgutil.walk_packages(lectures_lib.__path__, "lectures_lib."):
-        if any(part.startswith("_") for part in info.name.split(".")):
-            continue
-        if any(info.name == m or info.name.startswith(m + ".") for m in NO_ROW_MODULES):
-            continue
-        yield importlib.import_module(info.name)
+    for package in (lectures_lib, course_tools):
+        yield package
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if any(part.startswith("_") for part in info.name.split(".")):
+                continue
+            if info.name in NO_ROW_MODULES or info.name.startswith("lectures_lib.checks."):
+                continue
+            yield importlib.import_module(info.name)
 
 
 def _needs_a_row(obj: object) -> bool:
@@ -773,7 +782,8 @@ def _needs_a_row(obj: object) -> bool:
 
 def _raised_inside_the_library(error: BaseException) -> bool:
     frames = traceback.extract_tb(error.__traceback__)
-    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(LIBRARY)
+    where = Path(frames[-1].filename).resolve() if frames else None
+    return where is not None and (where.is_relative_to(LIBRARY) or where.is_relative_to(TOOLS))
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])

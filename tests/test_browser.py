@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.tooling.lab import NOTEBOOKS, ROOT
+from course_tools.classroom.lab import NOTEBOOKS, ROOT
 
 from .browser_helpers import only_local, require_playwright
 
@@ -164,7 +164,7 @@ def test_lab_opens_on_notebooks_and_runs_the_first_cells_of_01(browser, tmp_path
 @pytest.fixture(scope="module")
 def built_site(tmp_path_factory):
     """The real course's site (`make site`), built once for the site tests."""
-    from lectures_lib.tooling.site import build_site
+    from course_tools.publish.site import build_site
 
     out = tmp_path_factory.mktemp("built") / "site"
     build_site(out)

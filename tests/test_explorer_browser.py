@@ -93,7 +93,7 @@ def test_the_widget_follows_a_dark_colour_scheme(browser, tmp_path):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    from lectures_lib.tooling.site import build_site
+    from course_tools.publish.site import build_site
 
     out = tmp_path_factory.mktemp("site")
     return out, build_site(out)

@@ -31,8 +31,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling.hub import hub_problem
-from lectures_lib.tooling.sandbox import sandbox_problem
+from course_tools.classroom.hub import hub_problem
+from course_tools.grading.sandbox import sandbox_problem
 
 from .browser_helpers import require_playwright
 from .conftest import require_system_package
@@ -110,7 +110,7 @@ def hub():
         writer.writerow(["username", "language"])
         writer.writerows(STUDENTS.items())
     python = _class_python(folder)
-    problem = subprocess.run([str(python), "-c", "from lectures_lib.tooling.hub import "
+    problem = subprocess.run([str(python), "-c", "from course_tools.classroom.hub import "
                               "hub_problem; print(hub_problem() or '')"], capture_output=True,
                              text=True, check=True).stdout.strip()
     if problem:

@@ -30,8 +30,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling.course import SHIPPED
-from lectures_lib.tooling.exercises import release_notebook
+from course_tools.publish.exercises import release_notebook
+from lectures_lib.course import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = sysconfig.get_paths()["purelib"]
@@ -130,7 +130,7 @@ def test_the_wheel_holds_every_shipped_file_of_the_clone(wheel):
 
 def test_the_fresh_environment_imports_the_library_from_the_wheel_only(installed, tmp_path):
     venv = installed.parent.parent
-    code = ("import lectures_lib, torch; from lectures_lib.tooling.course import course_files; "
+    code = ("import lectures_lib, torch; from lectures_lib.course import course_files; "
             "print(lectures_lib.__file__); print(course_files())")
     library, files = _run([str(installed), "-c", code], cwd=tmp_path,
                           env=_clean_env(venv)).stdout.split()

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling.notebooks import MEASURED_TAG, is_measured, measurement_fingerprint
+from course_tools.publish.notebooks import MEASURED_TAG, is_measured, measurement_fingerprint
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))

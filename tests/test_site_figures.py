@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from lectures_lib.tooling.site import build_site, figure_descriptions
+from course_tools.publish.site import build_site, figure_descriptions
 
 ROOT = Path(__file__).resolve().parents[1]
 PIXEL = base64.b64encode(bytes.fromhex(

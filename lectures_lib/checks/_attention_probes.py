@@ -8,7 +8,7 @@ probe, in float64. The probes are chosen so that no two predictions coincide: ``
 gives a different answer), and each mask row has keys both allowed and blocked (no row is fully
 masked, and ignoring or inverting the mask always shows). ``tests/checks/test_attention.py``
 asserts that these predictions are pairwise far apart on every probe. The grader's sandbox keeps
-none of this file (:mod:`lectures_lib.tooling._student_view`): the probes are the grader's.
+none of this file (:mod:`course_tools.grading.sandbox._student_view`): the probes are the grader's.
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ def running(run: _Run | None = None):
 def timed_elsewhere():
     """Within: the student's code runs in another process whose session times every call
     (the grade command's sandbox, on a clock a busy machine does not speed up:
-    :mod:`lectures_lib.tooling._fair_clock`), so :func:`call` sets no wall-clock alarm here."""
+    :mod:`course_tools.grading.sandbox._fair_clock`), so :func:`call` sets no wall-clock alarm here."""
     before = getattr(_current, "timed_elsewhere", False)
     _current.timed_elsewhere = True
     try:

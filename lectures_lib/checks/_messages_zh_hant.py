@@ -1,5 +1,5 @@
 """The checkers' mistakes in Traditional Chinese (Taiwan): GENERATED from messages.py
-by `python -m lectures_lib.tooling.translate generate` (OpenCC s2twp + course terms).
+by `python -m course_tools.translation.translate generate` (OpenCC s2twp + course terms).
 Do not edit: edit MISTAKES in messages.py and regenerate."""
 
 MISTAKES_ZH_HANT = {

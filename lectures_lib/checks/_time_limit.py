@@ -4,7 +4,7 @@ In the main thread (a notebook kernel, pytest, the grade command) the limit is a
 timer that keeps firing every 50 ms until the call gives up, so an ``except Exception`` inside a
 loop cannot swallow it; elsewhere the call runs in a helper thread that is abandoned (and sent an
 asynchronous exception) when time is up. Machinery only, no answers: the grader's sandbox keeps
-this file whole (:mod:`lectures_lib.tooling._student_view`).
+this file whole (:mod:`course_tools.grading.sandbox._student_view`).
 """
 
 from __future__ import annotations

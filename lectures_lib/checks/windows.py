@@ -201,7 +201,7 @@ def _fits_the_sandbox(student_fn, memory_bytes: int, generator: torch.Generator)
     """The memory probe where the student's code runs in the grader's sandbox: nothing measured
     here could see its tensors, and a measurement inside would be the submission's to fake.
     Instead the call runs at a length where one N x N matrix needs twice the sandbox's memory
-    limit (which the kernel holds, :class:`~lectures_lib.tooling.sandbox.Limits`), and must
+    limit (which the kernel holds, :class:`~course_tools.grading.sandbox.Limits`), and must
     return the right answer there."""
     n, heads, past, d = _fit_length(memory_bytes), _MEMORY_HEADS, _MEMORY_PAST, _MEMORY_D
     q, k, v = (torch.randn(1, heads, n, d, generator=generator) for _ in range(3))

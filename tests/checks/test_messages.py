@@ -123,10 +123,10 @@ def test_every_code_a_checker_returns_on_its_mistake_cases_is_read_and_explained
 
 
 def test_the_traditional_catalogue_is_generated_from_the_simplified_one():
-    from lectures_lib.tooling.translate import MESSAGES_ZH_HANT, messages_zh_hant_source
+    from course_tools.translation.translate import MESSAGES_ZH_HANT, messages_zh_hant_source
 
     assert MESSAGES_ZH_HANT.read_text(encoding="utf-8") == messages_zh_hant_source(), (
-        "regenerate: python -m lectures_lib.tooling.translate generate")
+        "regenerate: python -m course_tools.translation.translate generate")
 
 
 @pytest.mark.parametrize(("value", "expected"), [

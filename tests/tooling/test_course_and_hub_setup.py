@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.tooling import course
-from lectures_lib.tooling.hub import read_class_list
+from course_tools.classroom.hub import read_class_list
+from course_tools.publish.copy import copy_course
+from lectures_lib import course
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ def test_copy_refuses_a_file_as_destination(tmp_path):
     target = tmp_path / "file"
     target.write_text("x")
     with pytest.raises(NotADirectoryError, match="dest must be a folder"):
-        course.copy_course(target)
+        copy_course(target)
 
 
 def _class(tmp_path, text):

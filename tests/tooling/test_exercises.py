@@ -23,7 +23,7 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from lectures_lib.tooling.exercises import (
+from course_tools.publish.exercises import (
     BEGIN_HIDDEN_TESTS,
     BEGIN_SOLUTION,
     CODE_STUB,

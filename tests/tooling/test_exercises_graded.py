@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling.exercises import (
+from course_tools.publish.exercises import (
     annotate_notebook,
     find_exercises,
     find_regions,

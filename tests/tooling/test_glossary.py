@@ -15,9 +15,9 @@ import re
 import nbformat
 import pytest
 
+from course_tools.translation import translate as tr
 from lectures_lib.checks._messages_zh_hant import MISTAKES_ZH_HANT
 from lectures_lib.checks.messages import MISTAKES
-from lectures_lib.tooling import translate as tr
 
 GLOSSARY = tr.TRANSLATIONS / "glossary.md"
 _PARENTHESES = re.compile(r"（[^）]*）")

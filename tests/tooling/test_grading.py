@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
+from course_tools.publish.exercises import annotate_notebook, find_exercises, release_notebook
 
 from ..conftest import require_system_package
 
@@ -148,7 +148,7 @@ def test_overriding_the_checker_does_not_help(graded):
 
 
 def test_table_and_csv_gradebook(graded, tmp_path):
-    from lectures_lib.tooling.grading import format_csv, format_table
+    from course_tools.grading import format_csv, format_table
 
     _, reports = graded
     table = format_table(reports["correct"])
@@ -175,7 +175,7 @@ def test_table_and_csv_gradebook(graded, tmp_path):
 def test_a_broken_job_process_costs_one_report_and_is_restarted(tmp_path):
     """A job's process that dies (or answers garbage) fails that submission only; the next
     submission gets a new process."""
-    from lectures_lib.tooling import grading
+    from course_tools import grading
 
     zygote = grading._Zygote(40, COURSE.parent, None, True)
     try:

@@ -28,8 +28,10 @@ import nbformat
 import pytest
 import torch
 
-from lectures_lib.tooling import grading, sandbox, wire
-from lectures_lib.tooling.exercises import find_exercises, release_notebook
+from course_tools import grading
+from course_tools.grading import sandbox
+from course_tools.grading.sandbox import wire
+from course_tools.publish.exercises import find_exercises, release_notebook
 from tests.tooling.test_grading import COURSE, NAME, _submission
 
 pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named

@@ -28,11 +28,13 @@ import nbformat
 import pytest
 import torch
 
+from course_tools import grading
+from course_tools.grading import sandbox
+from course_tools.grading.sandbox import _cgroups as cgroups
+from course_tools.grading.sandbox import wire
 from lectures_lib.checks import trained
 from lectures_lib.checks.trained import REVERSE_VOCAB_SIZE, check_reverse_translator
 from lectures_lib.models import Transformer
-from lectures_lib.tooling import _cgroups as cgroups
-from lectures_lib.tooling import grading, sandbox, wire
 from tests.tooling.test_grading import COURSE, NAME, _submission
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +98,7 @@ def test_the_grader_never_imports_from_the_folder_it_grades_in(tmp_path, monkeyp
 
 
 def test_the_sandboxed_kernel_launcher_ignores_its_working_directory():
-    from lectures_lib.tooling.sandbox_kernel import kernel_spec
+    from course_tools.grading.sandbox.kernel import kernel_spec
 
     argv = kernel_spec()["argv"]
     assert "-P" in argv[: argv.index("-m")] or "-I" in argv[: argv.index("-m")], argv
@@ -182,7 +184,7 @@ def test_a_dtype_name_is_never_looked_up_on_a_module():
 def test_a_hostile_worker_reply_that_decodes_large_is_refused(payload):
     make = {"stride0": "('t', torch.zeros(1).expand(2**14, 2**14))",
             "shared": "('L', [('t', torch.zeros(2**18))] * 400)"}[payload]
-    cells = ["import time, torch\nfrom lectures_lib.tooling import wire\n"
+    cells = ["import time, torch\nfrom course_tools import wire\n"
              "def answer(*args):\n"
              f"    wire.write_frame(4, {{'ok': {make}}})\n"
              "    time.sleep(60)\n"]
@@ -279,7 +281,7 @@ def test_an_oversized_submission_is_refused_without_parsing(tmp_path, monkeypatc
 
     monkeypatch.setattr(nbformat, "reads", spy(nbformat.reads))
     monkeypatch.setattr(json, "loads", spy(json.loads))
-    from lectures_lib.tooling.grading import _verdict
+    from course_tools.grading import _verdict
 
     monkeypatch.setattr(_verdict, "_check_sandbox", lambda *a: False)  # not needed to refuse
     started = time.monotonic()

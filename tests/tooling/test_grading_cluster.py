@@ -25,8 +25,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling.grading import write_atomic
-from lectures_lib.tooling.grading._local_cluster import local_cluster
+from course_tools.grading import write_atomic
+from course_tools.grading._local_cluster import local_cluster
 
 from ..conftest import require_system_package
 from .test_grading import NAME, _submission
@@ -208,7 +208,7 @@ def test_without_distributed_installed_the_message_says_what_to_install(tmp_path
     folder.mkdir()
     nbformat.write(_submission("empty"), folder / f"dan_{NAME}.ipynb")
     code = ("import sys; sys.modules['distributed'] = None; "
-            "from lectures_lib.tooling.grading import main; "
+            "from course_tools.grading import main; "
             f"raise SystemExit(main([{str(folder)!r}, '--scheduler', 'tcp://127.0.0.1:9']))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, cwd=tmp_path)
@@ -233,7 +233,7 @@ def test_a_scheduler_address_that_is_not_one_is_refused_by_name(tmp_path):
 
 
 def test_a_task_is_named_by_the_submissions_path_and_content(tmp_path):
-    from lectures_lib.tooling.grading._cluster import _task_key
+    from course_tools.grading._cluster import _task_key
 
     path = tmp_path / f"alice_{NAME}.ipynb"
     key = _task_key(path, b"{}", "")
@@ -259,7 +259,7 @@ class _Killed(Exception):
 
 
 def test_what_a_finished_task_becomes(tmp_path):
-    from lectures_lib.tooling.grading._cluster import WorkerRefused, _collect
+    from course_tools.grading._cluster import WorkerRefused, _collect
 
     path = tmp_path / f"alice_{NAME}.ipynb"
     report = {"submission": str(path), "notebook": f"{NAME}.ipynb", "score": 4.0,

@@ -1,6 +1,6 @@
 """A neighbour cannot change a grade (issue 33, item 4): the sandbox's time limits are kept on a
 clock that does not count the time its processes waited for a CPU someone else held
-(:mod:`lectures_lib.tooling._fair_clock`), so a correct submission graded beside CPU hogs keeps
+(:mod:`course_tools.grading.sandbox._fair_clock`), so a correct submission graded beside CPU hogs keeps
 its time, while code that sleeps is still stopped at its limit, not at the wall-clock backstop.
 """
 
@@ -14,8 +14,10 @@ from contextlib import contextmanager
 
 import pytest
 
+from course_tools import grading
+from course_tools.grading import sandbox
+from course_tools.grading.sandbox import _fair_clock
 from lectures_lib.checks import _base
-from lectures_lib.tooling import _fair_clock, grading, sandbox
 
 pytestmark = pytest.mark.system_package("bubblewrap")
 

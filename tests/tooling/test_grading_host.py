@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.tooling import grading, sandbox
+from course_tools import grading
+from course_tools.grading import sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 # skips naming the package without it, fails under CI (tests/conftest.py)
@@ -113,7 +114,7 @@ def test_nbgrader_csv_takes_ids_from_a_file_the_instructor_holds(tmp_path):
 
 
 def test_nbgrader_csv_takes_ids_from_nbgrader_folders():
-    from lectures_lib.tooling.grading import ids_from_csv, ids_from_folders  # noqa: F401
+    from course_tools.grading import ids_from_csv, ids_from_folders  # noqa: F401
 
     submitted = Path("/course/submitted")
     paths = [submitted / "alice" / "ps1" / f"{NAME}.ipynb",

@@ -19,8 +19,8 @@ import nbformat
 import pytest
 import torch
 
+from course_tools.publish.exercises import annotate_notebook, find_exercises, release_notebook
 from lectures_lib.checks.windows import _dense, _fit_length, _window, banded_reference
-from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
 from tests.tooling.test_grading import ROOT
 
 pytestmark = pytest.mark.system_package("bubblewrap")

@@ -21,7 +21,7 @@ psutil = pytest.importorskip("psutil")
 STARTER = """
 import sys
 from pathlib import Path
-from lectures_lib.tooling.grading._batch import _Zygote
+from course_tools.grading._batch import _Zygote
 zygote = _Zygote(300.0, Path(sys.argv[1]), None, True)
 zygote.grade(Path(sys.argv[2]))  # a submission that sleeps: still grading when killed
 """

@@ -2,7 +2,7 @@
 
 05's exercise 1 forbids ``label_smoothing=``. A ban on the spelling was bypassed by
 ``functools.partial``, ``__call__``, ``map`` and code written to a file and imported; the
-solution is now read as an allowlist (:mod:`lectures_lib.tooling.grading._rules`): every bypass
+solution is now read as an allowlist (:mod:`course_tools.grading._rules`): every bypass
 below is refused or flagged for a human (0 points, ``review`` in the report), while honest
 solutions written in several styles keep their points.
 """
@@ -14,11 +14,11 @@ import json
 import nbformat
 import pytest
 
+from course_tools import grading
+from course_tools.grading._collect import _entries, _plan
+from course_tools.grading._run import REVIEW, _course_imports, _rule_broken
+from course_tools.publish.exercises import annotate_notebook, find_exercises, release_notebook
 from lectures_lib.checks import check_label_smoothing_loss
-from lectures_lib.tooling import grading
-from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
-from lectures_lib.tooling.grading._collect import _entries, _plan
-from lectures_lib.tooling.grading._run import REVIEW, _course_imports, _rule_broken
 from tests.tooling.test_grading import ROOT
 
 STEM = "05_transformer_decoder"

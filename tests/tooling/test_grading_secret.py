@@ -18,11 +18,11 @@ import sys
 import nbformat
 import pytest
 
+from course_tools import grading
+from course_tools.publish.exercises import find_exercises
 from lectures_lib.checks import check_additive_attention
 from lectures_lib.checks._base import SECRET_ENV
 from lectures_lib.checks.additive import additive_attention_reference
-from lectures_lib.tooling import grading
-from lectures_lib.tooling.exercises import find_exercises
 from tests.tooling.test_grading import COURSE, NAME, ROOT, _submission
 
 pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named

@@ -26,11 +26,12 @@ import nbformat
 import pytest
 import torch
 
+from course_tools import grading
+from course_tools.grading import sandbox
+from course_tools.publish.exercises import annotate_notebook, find_exercises, release_notebook
 from lectures_lib.checks import check_sort_tagger
 from lectures_lib.checks._base import SECRET_ENV
 from lectures_lib.checks.trained import make_sort_data
-from lectures_lib.tooling import grading, sandbox
-from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
 from tests.checks.test_trained_rebuild import _sort_tagger
 from tests.shuffle_detector import SOURCE as DETECTOR_SOURCE
 from tests.tooling.test_grading import ROOT

@@ -15,7 +15,7 @@ import urllib.request
 
 import nbformat
 
-from lectures_lib.tooling.lab import NOTEBOOKS, ROOT, ensure_student_copies, lab_command
+from course_tools.classroom.lab import NOTEBOOKS, ROOT, ensure_student_copies, lab_command
 
 
 def _free_port() -> int:
@@ -121,7 +121,7 @@ def test_student_copies_are_made_once_and_never_overwritten(tmp_path):
 
 def test_the_lab_and_the_student_copies_in_chinese(tmp_path, monkeypatch):
     """`make lab-student LANG=zh-CN`: the Chinese student copies, from the Chinese notebooks."""
-    from lectures_lib.tooling import lab
+    from course_tools.classroom import lab
 
     makefile = (ROOT / "Makefile").read_text()
     assert "COURSE_LANG ?= $(if $(filter command line,$(origin LANG)),$(LANG))" in makefile
@@ -129,7 +129,7 @@ def test_the_lab_and_the_student_copies_in_chinese(tmp_path, monkeypatch):
     assert lab.language_folders("zh-Hans") == (NOTEBOOKS / "zh-Hans", ROOT / "student" / "zh-Hans")
     source = NOTEBOOKS / "zh-Hans"
     translated = sorted(p.name for p in source.glob("*.ipynb"))
-    assert translated, "no Chinese notebook: python -m lectures_lib.tooling.translate generate"
+    assert translated, "no Chinese notebook: python -m course_tools.translation.translate generate"
     student = tmp_path / "student" / "zh-Hans"
     written = ensure_student_copies(source, student)
     assert sorted(p.name for p in written) == translated

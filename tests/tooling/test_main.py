@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.tooling.cli import TEST_PARTS, main, suite_commands, together
+from course_tools.cli import TEST_PARTS, main, suite_commands, together
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,8 @@ def test_make_test_runs_the_same_commands():
         assert f"\n{part}: $(STAMP)\n\t$(BIN)/python -m lectures_lib test {part}" in makefile, part
     assert "\ntest-system: $(STAMP)\n\t$(BIN)/python -m lectures_lib test system" in makefile
     lint, unit, nbval = suite_commands(list(TEST_PARTS), workers=3)
-    assert lint[1:] == ["-m", "ruff", "check", "lectures_lib", "tests", "benchmarks", "notebooks"]
+    assert lint[1:] == ["-m", "ruff", "check", "lectures_lib", "course_tools", "tests", "benchmarks",
+                        "notebooks"]
     assert unit[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope", "-m", "not system",
                         "tests"]
     assert "\ntest: $(STAMP)\n\t$(BIN)/python -m lectures_lib test --workers $(WORKERS)\n" in makefile

@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling.exercises import annotate_notebook, find_exercises, release_notebook
+from course_tools.publish.exercises import annotate_notebook, find_exercises, release_notebook
 
 pytest.importorskip("nbgrader", reason="nbgrader is the optional extra '.[grading]'")
 

@@ -1,4 +1,4 @@
-"""`make notebooks` (lectures_lib.tooling.notebooks) stores clean, reproducible outputs.
+"""`make notebooks` (course_tools.publish.notebooks) stores clean, reproducible outputs.
 
 A progress bar is stored as its final line, without timings; two runs write the same file; a cell
 tagged "measured" keeps the timings it stored until its code changes.
@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from lectures_lib.tooling.notebooks import (
+from course_tools.publish.notebooks import (
     MEASURED_TAG,
     apply_control_characters,
     clean_stream_outputs,

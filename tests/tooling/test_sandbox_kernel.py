@@ -2,10 +2,10 @@
 
 1. its only folder that is not a sized memory mount, ``/kernel`` (the connection file and the
    sockets), was a host folder bound writable: a notebook wrote 768 MiB onto the host's disk
-   there. It is now a tmpfs of :data:`~lectures_lib.tooling.sandbox_kernel.KERNEL_FOLDER_BYTES`;
+   there. It is now a tmpfs of :data:`~course_tools.grading.sandbox.kernel.KERNEL_FOLDER_BYTES`;
 2. the relay forwarded every byte of output to nbgrader, which keeps it all (200 MiB of output
    grew nbgrader's process to ~1 GiB): a cell's output beyond
-   :data:`~lectures_lib.tooling._kernel_output.CELL_OUTPUT_BYTES` is dropped with a note, an
+   :data:`~course_tools.grading.sandbox._kernel_output.CELL_OUTPUT_BYTES` is dropped with a note, an
    error still arrives as an error (nbgrader grades by it), and the kernel keeps serving.
 
 Each test drives the real kernel through ``jupyter_client``, as nbgrader does (a full
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from lectures_lib.tooling import sandbox_kernel
+from course_tools.grading.sandbox import kernel as sandbox_kernel
 
 # skips naming the package without it, fails under CI (tests/conftest.py)
 needs_sandbox = pytest.mark.system_package("bubblewrap")
@@ -116,7 +116,7 @@ for _ in range({12 * CELL_OUTPUT_BYTES // MiB}):
     # The next cell starts a fresh allowance, and the kernel still answers.
     outputs, reply = _run(kernel, "print('still here')")
     assert reply["status"] == "ok" and _text(outputs) == "still here\n", outputs
-    from lectures_lib.tooling._kernel_output import CELL_OUTPUT_BYTES as documented
+    from course_tools.grading.sandbox._kernel_output import CELL_OUTPUT_BYTES as documented
 
     assert documented == CELL_OUTPUT_BYTES
 
@@ -133,7 +133,7 @@ def _frames(session, kind: str, content: dict, parent: dict) -> list[bytes]:
 def test_the_cap_signs_what_it_writes_and_lets_status_and_errors_through():
     from jupyter_client.session import Session
 
-    from lectures_lib.tooling._kernel_output import OutputCap
+    from course_tools.grading.sandbox._kernel_output import OutputCap
 
     key = b"a-connection-key"
     kernel, nbgrader = Session(key=key), Session(key=key)

@@ -1,4 +1,4 @@
-"""`make site` (lectures_lib.tooling.site): static pages that need no network, README first, syllabus nav.
+"""`make site` (course_tools.publish.site): static pages that need no network, README first, syllabus nav.
 
 Built here from a small repository made in a temporary folder; tests/test_browser.py opens a
 page of the real course's site in Chromium (typeset math, a stored plot).
@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from lectures_lib.tooling.site import MATHJAX, build_site, syllabus
+from course_tools.publish.site import MATHJAX, build_site, syllabus
 
 ROOT = Path(__file__).resolve().parents[2]
 PIXEL = base64.b64encode(bytes.fromhex(

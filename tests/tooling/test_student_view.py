@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import lectures_lib
-from lectures_lib.tooling._student_view import MACHINERY, student_checks
+from course_tools.grading.sandbox._student_view import MACHINERY, student_checks
 
 LIBRARY = Path(lectures_lib.__file__).resolve().parent
 

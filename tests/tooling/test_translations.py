@@ -24,9 +24,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lectures_lib.tooling import own_runs, zh_hant
-from lectures_lib.tooling import translate as tr
-from lectures_lib.tooling.exercises import find_exercises
+from course_tools.publish.exercises import find_exercises
+from course_tools.translation import own_runs, zh_hant
+from course_tools.translation import translate as tr
 
 TRANSLATED = tr.translated_notebooks()
 IDS = [p.stem for p in TRANSLATED]
@@ -60,7 +60,7 @@ def test_translation_is_in_step_with_the_english_notebook(path):
 @pytest.mark.parametrize("path", TRANSLATED, ids=IDS)
 def test_generated_notebook_is_the_english_code_and_the_translated_prose(path, language):
     generated = tr.output_path(path, language)
-    assert generated.is_file(), f"{generated} missing: python -m lectures_lib.tooling.translate generate"
+    assert generated.is_file(), f"{generated} missing: python -m course_tools.translation.translate generate"
     translated = nbformat.read(generated, as_version=4)
     found = tr.compare_generated(_english(path), translated, path.name)
     assert not found, "\n".join(found)
@@ -243,7 +243,7 @@ def test_traditional_chinese_leaves_math_and_code_alone():
 
 def test_the_chinese_readmes_list_the_notebooks_as_they_are():
     """README.zh-CN.md's table links the translated notebooks and names the untranslated ones;
-    README.zh-TW.md is its OpenCC conversion (python -m lectures_lib.tooling.translate generate)."""
+    README.zh-TW.md is its OpenCC conversion (python -m course_tools.translation.translate generate)."""
     readme = (tr.ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
     hans, hant = tr.readme_texts(readme)
     assert readme == hans, "README.zh-CN.md's notebook table is stale: regenerate"

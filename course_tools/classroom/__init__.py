@@ -1,0 +1,2 @@
+"""The course in a classroom: JupyterLab on the course (:mod:`.lab`, ``make lab``) and a
+JupyterHub for a class (:mod:`.hub`, ``make hub``)."""

@@ -1,0 +1,421 @@
+"""A JupyterHub for a class: ``python -m lectures_lib hub CLASS.csv --dir HUBDIR``.
+
+JupyterHub does the multi-user work (logins, one server per student, the proxy); this module only
+configures it for the course:
+
+* **accounts** from a class list (CSV, header ``username,language``; language en, zh-CN or
+  zh-TW): each student is a Unix user of that name (``--create-users`` runs ``useradd``; the home
+  folder is made ``0700``), served by JupyterHub's ``LocalProcessSpawner`` as that user, so the
+  operating system keeps students out of each other's files;
+* **login**: :class:`ClassListAuthenticator`, one random password per student (hashed in
+  ``HUBDIR/passwords.json``; the clear list for the instructor in ``HUBDIR/passwords.csv``, both
+  ``0600``). A real class swaps in its own login (``jupyterhub_config.py`` names the keys:
+  OAuthenticator, LDAP), the rest unchanged;
+* **release**: before a student's server starts, ``python -m lectures_lib copy ~/course
+  --student --lang L`` runs *as the student* (their files stay theirs; an existing copy is never
+  overwritten), and the server opens on ``~/course/student/[zh-Hans|zh-Hant]``;
+* **kernels in the course's sandbox**: the only kernel, ``python3``, is the bubblewrap kernel of
+  :mod:`course_tools.grading.sandbox.kernel` (no network, read-only notebook folder, limits);
+  terminals are off and the file browser is rooted at ``~/course``;
+* **submit and collect**: the hub service ``course-submit`` (``/services/course-submit/``,
+  logged in through the hub) copies the student's notebooks, read by a process running *as the
+  student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m lectures_lib hub
+  collect HUBDIR OUT`` writes each student's latest submission to ``OUT/<student>/``, the layout
+  ``python -m lectures_lib grade OUT`` reads.
+
+The hub runs as root (it starts servers as other users) and binds 127.0.0.1 unless told
+otherwise; it needs ``jupyterhub`` (``pip install -e '.[class]'``) and ``configurable-http-proxy``
+(``npm install -g configurable-http-proxy``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lectures_lib.checks.messages import normalise_language
+
+USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+SERVICE = "course-submit"
+SUBMIT_LIMIT = 64 * 2**20  # bytes one submission may carry
+STUDENT_FOLDERS = {"en": "student", "zh-Hans": "student/zh-Hans", "zh-Hant": "student/zh-Hant"}
+CONFIG = '''\
+# JupyterHub for the course, written by `python -m lectures_lib hub` (lectures_lib/tooling/hub.py).
+# Run: jupyterhub -f {config}   (as root; the same as `python -m lectures_lib hub`)
+from course_tools.classroom.hub import configure
+
+configure(c, {hub_dir!r}, ip={ip!r}, port={port})
+
+# A real class's login, instead of the per-student passwords (the rest stays as it is):
+#   GitHub / Google / any OpenID provider (pip install oauthenticator):
+#     c.JupyterHub.authenticator_class = "github"          # or "google", "generic-oauth"
+#     c.OAuthenticator.client_id = "..."; c.OAuthenticator.client_secret = "..."
+#     c.OAuthenticator.oauth_callback_url = "https://HOST/hub/oauth_callback"
+#     c.Authenticator.allowed_users = set(...)              # configure() sets the class list
+#   the university's directory (pip install jupyterhub-ldapauthenticator):
+#     c.JupyterHub.authenticator_class = "ldapauthenticator.LDAPAuthenticator"
+#     c.LDAPAuthenticator.server_address = "ldap.example.edu"
+#     c.LDAPAuthenticator.bind_dn_template = ["uid={{username}},ou=people,dc=example,dc=edu"]
+'''
+
+
+@dataclass(frozen=True)
+class Student:
+    username: str
+    language: str  # en, zh-Hans or zh-Hant
+
+
+def read_class_list(path: Path) -> list[Student]:
+    """The class list: a CSV with the header ``username,language`` (ValueError naming the row)."""
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8") as file:
+        reader = csv.DictReader(file)
+        if reader.fieldnames is None or {"username", "language"} - set(reader.fieldnames):
+            raise ValueError(f"{path}: the header must be 'username,language', got "
+                             f"{reader.fieldnames}")
+        students, seen = [], set()
+        for row_number, row in enumerate(reader, start=2):
+            name = (row["username"] or "").strip()
+            if not USERNAME.fullmatch(name):
+                raise ValueError(f"{path}, row {row_number}: username must be a Unix user name "
+                                 f"(lower-case letters, digits, _ or -; at most 32), got {name!r}")
+            if name in seen:
+                raise ValueError(f"{path}, row {row_number}: username {name!r} appears twice")
+            try:
+                language = normalise_language((row["language"] or "en").strip() or "en")
+            except ValueError as error:
+                raise ValueError(f"{path}, row {row_number}: {error}") from None
+            seen.add(name)
+            students.append(Student(name, language))
+    if not students:
+        raise ValueError(f"{path}: the class list names no student")
+    return students
+
+
+def _hash(password: str, salt: bytes) -> str:
+    return hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 200_000).hex()
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.chmod(path, 0o600)
+
+
+def prepare(class_list: Path, hub_dir: Path, *, create_users: bool = False) -> dict[str, str]:
+    """Write HUBDIR (class, passwords, kernel, config); returns the new passwords (kept ones
+    are not shown again). ``create_users``: ``useradd`` each student who has no Unix account."""
+    import pwd
+
+    from course_tools.grading.sandbox.kernel import kernel_spec
+
+    students = read_class_list(class_list)
+    hub_dir = Path(hub_dir).resolve()
+    hub_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(hub_dir, 0o711)  # students' servers read the kernel below; nothing else
+    (hub_dir / "class.json").write_text(json.dumps(
+        [{"username": s.username, "language": s.language} for s in students], indent=1))
+    for student in students:
+        try:
+            pwd.getpwnam(student.username)
+        except KeyError:
+            if not create_users:
+                raise ValueError(f"student {student.username!r} has no Unix account: create it "
+                                 "or pass --create-users") from None
+            subprocess.run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash",
+                            student.username], check=True)
+        os.chmod(pwd.getpwnam(student.username).pw_dir, 0o700)
+    hashes_path = hub_dir / "passwords.json"
+    hashes = json.loads(hashes_path.read_text()) if hashes_path.exists() else {}
+    new = {}
+    for student in students:
+        if student.username not in hashes:
+            new[student.username] = secrets.token_urlsafe(12)
+            salt = secrets.token_bytes(16)
+            hashes[student.username] = {"salt": salt.hex(),
+                                        "hash": _hash(new[student.username], salt)}
+    _write_private(hashes_path, json.dumps(hashes, indent=1))
+    if new:
+        _write_private(hub_dir / "passwords.csv", "username,password\n"
+                       + "".join(f"{name},{password}\n" for name, password in new.items()))
+    kernel = hub_dir / "jupyter" / "kernels" / "python3"  # the one kernel students get
+    kernel.mkdir(parents=True, exist_ok=True)
+    spec = kernel_spec() | {"display_name": "Python 3 (course sandbox)"}
+    (kernel / "kernel.json").write_text(json.dumps(spec, indent=1))
+    for folder in (hub_dir / "jupyter", hub_dir / "jupyter" / "kernels", kernel):
+        os.chmod(folder, 0o755)
+    exchange = hub_dir / "exchange"
+    exchange.mkdir(exist_ok=True)
+    os.chmod(exchange, 0o700)
+    return new
+
+
+def write_config(hub_dir: Path, *, ip: str = "127.0.0.1", port: int = 8000) -> Path:
+    hub_dir = Path(hub_dir).resolve()
+    config = hub_dir / "jupyterhub_config.py"
+    config.write_text(CONFIG.format(config=config, hub_dir=str(hub_dir), ip=ip, port=port))
+    return config
+
+
+def _class(hub_dir: Path) -> dict[str, str]:
+    return {row["username"]: row["language"]
+            for row in json.loads((Path(hub_dir) / "class.json").read_text())}
+
+
+def _authenticator_class():
+    from jupyterhub.auth import Authenticator
+    from traitlets import Unicode
+
+    class ClassListAuthenticator(Authenticator):
+        """Each student's own password (hashed in ``password_file``); for a class without a
+        university login. Real logins: OAuthenticator, LDAPAuthenticator (jupyterhub_config.py)."""
+
+        password_file = Unicode(config=True, help="passwords.json written by prepare()")
+
+        async def authenticate(self, handler, data):
+            name = self.normalize_username(data.get("username", ""))
+            record = json.loads(Path(self.password_file).read_text()).get(name)
+            if record is None:
+                return None
+            given = _hash(data.get("password", ""), bytes.fromhex(record["salt"]))
+            return name if hmac.compare_digest(given, record["hash"]) else None
+
+    return ClassListAuthenticator
+
+
+def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> None:
+    """Fill JupyterHub's config object ``c`` for the class in ``hub_dir`` (see the module doc)."""
+    hub_dir = Path(hub_dir)
+    languages = _class(hub_dir)
+    bin_dir = Path(sys.executable).parent
+    c.JupyterHub.ip, c.JupyterHub.port, c.JupyterHub.hub_ip = ip, port, "127.0.0.1"
+    c.JupyterHub.hub_port = port + 1
+    c.JupyterHub.db_url = f"sqlite:///{hub_dir / 'jupyterhub.sqlite'}"
+    c.JupyterHub.cookie_secret_file = str(hub_dir / "jupyterhub_cookie_secret")
+    c.JupyterHub.pid_file = str(hub_dir / "jupyterhub.pid")
+    c.ConfigurableHTTPProxy.pid_file = str(hub_dir / "proxy.pid")
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{port + 2}"
+    c.JupyterHub.authenticator_class = _authenticator_class()
+    c.ClassListAuthenticator.password_file = str(hub_dir / "passwords.json")
+    c.Authenticator.allowed_users = set(languages)
+    c.JupyterHub.spawner_class = "localprocess"  # each server as the student's Unix user
+    c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+    c.Spawner.notebook_dir = "~/course"
+    c.Spawner.start_timeout = c.Spawner.http_timeout = 180
+    c.Spawner.args = ["--ServerApp.terminals_enabled=False",
+                      "--KernelSpecManager.ensure_native_kernel=False"]
+
+    def release(spawner):
+        """The student's copies, written as the student, and their server's language."""
+        import pwd
+
+        name = spawner.user.name
+        language = languages[name]
+        home = Path(pwd.getpwnam(name).pw_dir)
+        subprocess.run([sys.executable, "-m", "lectures_lib", "copy", str(home / "course"),
+                        "--student", "--lang", language], user=name, group=name, cwd=home,
+                       env={"HOME": str(home), "PATH": os.environ.get("PATH", "")}, check=True,
+                       capture_output=True)
+        spawner.default_url = f"/lab/tree/{STUDENT_FOLDERS[language]}"
+        spawner.environment.update({
+            "LECTURES_LANG": language,  # the checkers' messages in the student's language
+            "JUPYTER_PATH": str(hub_dir / "jupyter"),  # the sandboxed kernel is `python3`
+            "PATH": f"{bin_dir}:/usr/bin:/bin",
+        })
+
+    c.Spawner.pre_spawn_hook = release
+    c.JupyterHub.services = [{
+        "name": SERVICE, "url": f"http://127.0.0.1:{port + 3}", "oauth_no_confirm": True,
+        "command": [sys.executable, "-m", "course_tools.classroom.hub", "serve-submit",
+                    str(hub_dir)],
+    }]
+    c.JupyterHub.load_roles = [
+        {"name": "user", "scopes": ["self", f"access:services!service={SERVICE}"]},
+    ]
+
+
+# Runs as the student (subprocess user=): their notebooks as JSON on stdout, nothing else.
+READER = r"""
+import json, os, sys
+folder, limit, found, size = sys.argv[1], int(sys.argv[2]), {}, 0
+for name in sorted(os.listdir(folder)):
+    path = os.path.join(folder, name)
+    if name.endswith(".ipynb") and os.path.isfile(path) and not os.path.islink(path):
+        with open(path, encoding="utf-8") as file:
+            found[name] = file.read(limit + 1)
+        size += len(found[name])
+        if size > limit:
+            sys.exit("the submission is larger than the limit")
+json.dump(found, sys.stdout)
+"""
+
+
+def submit(hub_dir: Path, username: str) -> list[str]:
+    """Copy ``username``'s notebooks (read as that user) into the exchange; returns the names."""
+    import pwd
+
+    import nbformat
+
+    language = _class(hub_dir)[username]
+    home = Path(pwd.getpwnam(username).pw_dir)
+    folder = home / "course" / STUDENT_FOLDERS[language]
+    result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(SUBMIT_LIMIT)],
+                            user=username, group=username, cwd="/", env={}, capture_output=True,
+                            text=True, timeout=60)
+    if result.returncode != 0:
+        raise RuntimeError(f"reading {folder} as {username} failed: {result.stderr[-500:]}")
+    notebooks = json.loads(result.stdout)  # plain data: names and texts, each parsed below
+    if not isinstance(notebooks, dict) or not notebooks:
+        raise RuntimeError(f"no notebooks to submit in {folder}")
+    # sorted by name = by time; the suffix keeps two submissions in one second apart
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    target = Path(hub_dir) / "exchange" / username / stamp
+    parsed = {}
+    for name, text in notebooks.items():
+        if not (isinstance(name, str) and isinstance(text, str) and re.fullmatch(
+                r"[\w.-]+\.ipynb", name)):
+            raise RuntimeError(f"refusing the file name {name!r:.80}")
+        parsed[name] = nbformat.reads(text, as_version=4)  # a notebook, or an error
+    target.mkdir(parents=True, exist_ok=False)
+    for name, nb in parsed.items():
+        nbformat.write(nb, target / name)
+    return sorted(parsed)
+
+
+def collect(hub_dir: Path, out: Path) -> dict[str, Path]:
+    """Each student's latest submission into ``out/<student>/`` (what ``grade`` reads)."""
+    collected = {}
+    for student in sorted(_class(hub_dir)):
+        runs = sorted((Path(hub_dir) / "exchange" / student).glob("*T*"))
+        if runs:
+            target = Path(out) / student
+            target.mkdir(parents=True, exist_ok=True)
+            for path in runs[-1].glob("*.ipynb"):
+                shutil.copyfile(path, target / path.name)
+            collected[student] = target
+    return collected
+
+
+def serve_submit(hub_dir: Path) -> None:
+    """The ``course-submit`` hub service: a page with the student's notebooks and a button."""
+    from html import escape
+
+    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+    from jupyterhub.utils import url_path_join
+    from tornado import ioloop, web
+
+    prefix = os.environ["JUPYTERHUB_SERVICE_PREFIX"]
+
+    class Submit(HubOAuthenticated, web.RequestHandler):
+        def _page(self, message: str) -> None:
+            name = self.get_current_user()["name"]
+            runs = sorted((Path(hub_dir) / "exchange" / name).glob("*T*"))
+            self.write(f"<html><body><h1>Submit: {escape(name)}</h1><p id='message'>"
+                       f"{escape(message)}</p><p id='count'>{len(runs)} submission(s)</p>"
+                       f"<form method='post'>{self.xsrf_form_html()}<button id='submit' "
+                       "type='submit'>Submit my notebooks</button></form></body></html>")
+
+        @web.authenticated
+        def get(self):
+            self._page("")
+
+        @web.authenticated
+        def post(self):
+            name = self.get_current_user()["name"]
+            try:
+                names = submit(hub_dir, name)
+            except RuntimeError as error:
+                self._page(f"not submitted: {error}")
+                return
+            self._page(f"submitted {len(names)} notebook(s): {', '.join(names)}")
+
+    app = web.Application([
+        (prefix, Submit),
+        (url_path_join(prefix, "oauth_callback"), HubOAuthCallbackHandler),
+    ], cookie_secret=secrets.token_bytes(32), xsrf_cookies=True)
+    url = os.environ["JUPYTERHUB_SERVICE_URL"].rsplit(":", 1)
+    app.listen(int(url[1].strip("/")), address="127.0.0.1")
+    ioloop.IOLoop.current().start()
+
+
+def hub_problem(*, check_python: bool = True) -> str | None:
+    """Why the hub cannot start here (None when it can)."""
+    try:
+        import jupyterhub  # noqa: F401
+    except ImportError:
+        return "jupyterhub is not installed: pip install -e '.[class]'"
+    if not shutil.which("configurable-http-proxy"):
+        return ("configurable-http-proxy is not installed (JupyterHub's proxy, from npm): "
+                "npm install -g configurable-http-proxy")
+    if os.geteuid() != 0:
+        return "the hub starts each student's server as that student: run it as root"
+    python = Path(sys.executable).resolve()
+    if not check_python:
+        return None
+    closed = [str(p) for p in python.parents if not os.stat(p).st_mode & 0o001]
+    if closed or not os.stat(python).st_mode & 0o001:
+        return (f"the students' servers run this Python ({python}), which other users cannot "
+                f"execute ({', '.join(closed) or python} closed to them): install the course in "
+                "a Python outside a private home folder (e.g. /usr/bin/python3 -m venv /opt/course)")
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["serve-submit"]:
+        serve_submit(Path(argv[1]))
+        return 0
+    if argv[:1] == ["collect"]:
+        parser = argparse.ArgumentParser(prog="python -m lectures_lib hub collect")
+        parser.add_argument("hub_dir", type=Path)
+        parser.add_argument("out", type=Path, help="e.g. submitted/ (then: lectures_lib grade)")
+        args = parser.parse_args(argv[1:])
+        for student, folder in collect(args.hub_dir, args.out).items():
+            print(f"{student}: {folder}")
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m lectures_lib hub",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("class_list", type=Path, help="CSV with the header username,language")
+    parser.add_argument("--dir", type=Path, default=Path("hub"), dest="hub_dir",
+                        help="the hub's folder (state, passwords, exchange); default ./hub")
+    parser.add_argument("--ip", default="127.0.0.1", help="address to serve on (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000,
+                        help="the hub's port (it also uses the next three)")
+    parser.add_argument("--create-users", action="store_true",
+                        help="useradd each student without a Unix account")
+    parser.add_argument("--config-only", action="store_true",
+                        help="write HUBDIR/jupyterhub_config.py and stop")
+    args = parser.parse_args(argv)
+    try:
+        new = prepare(args.class_list, args.hub_dir, create_users=args.create_users)
+    except (ValueError, FileNotFoundError) as error:
+        parser.error(str(error))
+    config = write_config(args.hub_dir, ip=args.ip, port=args.port)
+    if new:
+        print(f"new passwords for {len(new)} student(s) in {args.hub_dir / 'passwords.csv'}")
+    print(f"config: {config}")
+    if args.config_only:
+        return 0
+    problem = hub_problem()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    os.chdir(args.hub_dir)
+    os.execv(sys.executable, [sys.executable, "-m", "jupyterhub", "-f", str(config)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,264 @@
+"""Grading submissions without nbgrader: ``python -m lectures_lib grade SUBMISSION ...``.
+
+What a submission can and cannot do. Each submission is graded on its own:
+
+1. its assignment is the one named with ``--notebook``, else the one its exercises' ``grade_id``s
+   name (else its file name); a notebook whose ids name another assignment earns nothing for
+   this one (a solved 01 handed in as 05 gets 0 for 05);
+2. the code cells of its ``## Exercises`` section run in a **sandboxed worker process**
+   (:mod:`course_tools.grading.sandbox`: bubblewrap, an unprivileged user, no network, a
+   read-only library whose ``checks`` hold no checker, reference or probe, a private scratch
+   folder, sized writable mounts, hard rlimits on address space, file size, CPU time and open
+   files, and a cgroup of its own whose ``pids.max`` and memory limit hold for root too; every
+   process it starts ends with it). Its own test cells never run;
+3. the **course's** test cells (hidden tests included) run here, in the grader, with the
+   course's checkers. The names they use that the course's own imports do not bind (the
+   student's function, training function or model) are stand-ins: calling one sends the probe's
+   tensors to the worker and brings back its answer as plain data (:mod:`course_tools.
+   wire`: ``torch.load(weights_only=True)``, never an unpickled object). The expected answers,
+   probes and verdict never enter the submission's process, so patching checkers, ``assert``,
+   builtins or IPython there, or reading frames, gains nothing. Nothing the submission names is
+   imported, run or looked up here (a module is a stand-in too), every answer is decoded under a
+   budget (:data:`~course_tools.grading.sandbox.BUDGET`) and the call's deadline, and the
+   grader never imports from the folder it grades in (:func:`_safe_python`);
+4. an exercise's points are earned when its test cell ran here without an error; a checker that
+   reports a failure fails the cell's ``assert``. Written answers are listed with their maximum
+   points, to be graded by hand (with the start of the answer).
+
+A submission that cannot be read (not a plain file, over :data:`MAX_SUBMISSION_BYTES`),
+crashes, loops, sleeps, exits, floods its output or breaks the protocol gets a report like any
+other, each exercise failed and the reason in its message; the batch goes on. Each
+submission's grading process (the trusted side) has a memory limit of its own
+(:data:`GRADER_MEMORY` of data, ``RLIMIT_DATA``). Folders are graded in parallel (``--jobs``: each job is a trusted process that
+imports the grader once and forks a fresh grading process per submission, each with its own
+sandbox, so no state of one submission's grading reaches the next), with a progress bar on
+stderr. Reports are plain text: terminal control characters are removed, and a submission's
+name is printed on one line (a newline in a file name escaped); no gradebook cell starts a
+formula. ``--format nbgrader-csv`` takes student ids from a source the instructor holds, never
+from file names (:mod:`._student_ids`). ``--output FILE``
+writes them whole or not at all (a temporary file, then a replace).
+
+Past one machine, ``--scheduler tcp://HOST:PORT`` sends each submission to the workers of a Dask
+distributed cluster, which grade it as above (:mod:`._cluster`: what crosses the network, where
+the grading secret lives, what a worker's death costs). Without it nothing runs on Dask.
+
+What it cannot see: a student who copies the public reference solution (the notebooks are in a
+public repository) writes correct code; exercises for credit need private variants. Where no
+sandbox can be made (no bubblewrap, user namespaces disabled) the command refuses to grade
+unless ``--no-sandbox`` is given: the verdict stays outside the submission's process, but its
+code then runs with the grader's rights (do that only in a throwaway container or VM). Run as
+root where no cgroup can be made, it refuses too (the kernel does not apply ``RLIMIT_NPROC`` to
+root, so nothing would limit a submission's processes) unless ``--root-without-cgroup``.
+
+The package's parts, by responsibility (each imports only those before it, no circle):
+``_report`` (tables, CSV, JSON, control characters removed), ``_student_ids`` (whose
+row is whose in nbgrader's gradebook), ``_collect`` (reading a submission,
+its assignment, which cells run before which test), ``_run`` (the course's test cells here,
+against the sandbox's stand-ins), ``_verdict`` (one submission's report), ``_batch`` (a class:
+zygotes, a forked grading process per submission, ``grade_paths``), ``_cluster`` (a class on
+Dask's workers, each task one submission graded by ``_batch``'s zygote); this module holds the
+command line and the public names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from course_tools.grading._batch import (  # noqa: F401 - the grader's parts, by responsibility
+    GRADER_MEMORY,
+    _find,
+    _grade_one,
+    _limit_memory,
+    _one_parser,
+    _safe_python,
+    _Zygote,
+    _zygote_main,
+    grade_paths,
+    safe_sys_path,
+)
+from course_tools.grading._collect import (  # noqa: F401
+    COURSE_NOTEBOOKS,
+    DEFAULT_TIMEOUT,
+    MAX_SUBMISSION_BYTES,
+    SECRET_ENV,
+    read_submission,
+    use_secret,
+)
+from course_tools.grading._report import (  # noqa: F401
+    check_student_id,
+    clean_text,
+    format_csv,
+    format_nbgrader_csv,
+    format_table,
+    one_line,
+    to_json,
+    write_atomic,
+)
+from course_tools.grading._run import SandboxRefused, _rule_broken, _run_test, _student_checks  # noqa: F401
+from course_tools.grading._student_ids import ids_from_csv, ids_from_folders  # noqa: F401
+from course_tools.grading._verdict import grade_submission  # noqa: F401
+from course_tools.publish.exercises import find_exercises  # noqa: F401 - the grader's view of an exercise
+
+__all__ = ["DEFAULT_TIMEOUT", "SandboxRefused", "grade_submission", "grade_paths",
+           "format_table", "format_csv", "format_nbgrader_csv", "clean_text"]
+
+
+def _grade_main(args) -> int:
+    try:
+        note = use_secret(args.secret_file)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(note, file=sys.stderr)
+    try:  # the ids first: a missing one stops the command before anything is graded
+        student_ids = _student_ids(args)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.output is not None and not args.output.parent.is_dir():
+        print(f"error: --output {args.output}: its folder does not exist", file=sys.stderr)
+        return 2
+    try:
+        if args.scheduler is not None:
+            from course_tools.grading._cluster import WorkerRefused, grade_on_cluster
+
+            try:
+                reports, any_folder = grade_on_cluster(
+                    args.submissions, args.scheduler, timeout=args.timeout, course=args.course,
+                    notebook=args.notebook, sandbox=not args.no_sandbox,
+                    progress=not args.quiet, allow_root_without_cgroup=args.root_without_cgroup)
+            except (WorkerRefused, ImportError, OSError) as error:  # OSError: no scheduler
+                print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
+                return 2
+        else:
+            reports, any_folder = grade_paths(args.submissions, timeout=args.timeout,
+                                              course=args.course, notebook=args.notebook,
+                                              sandbox=not args.no_sandbox, jobs=args.jobs,
+                                              progress=not args.quiet,
+                                              allow_root_without_cgroup=args.root_without_cgroup)
+    except SandboxRefused as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except (TypeError, ValueError) as error:  # e.g. --timeout 0: the message says what is wrong
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not reports:
+        print("error: no submissions found", file=sys.stderr)
+        return 1
+    text = _formatted(reports, args.format, any_folder, student_ids)
+    if args.output is None:
+        print(text, end="", flush=True)
+    else:  # never half a gradebook: written beside it, then put in its place
+        write_atomic(args.output, text)
+        print(f"wrote {len(reports)} reports to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _student_ids(args) -> list[str] | None:
+    """The student ids ``--format nbgrader-csv`` needs, one per submission found, in order."""
+    given = args.student_ids is not None or args.student_ids_from_folders
+    if args.format != "nbgrader-csv":
+        if given:
+            raise ValueError("--student-ids and --student-ids-from-folders go with "
+                             "--format nbgrader-csv")
+        return None
+    found, _ = _find(args.submissions)
+    if args.student_ids is not None:
+        return ids_from_csv(args.student_ids, found)
+    if args.student_ids_from_folders:
+        return ids_from_folders(found)
+    raise ValueError("--format nbgrader-csv needs each student's id from a source you hold: "
+                     "--student-ids FILE (a CSV: submission,student_id) or "
+                     "--student-ids-from-folders (nbgrader's submitted/<student_id>/"
+                     "<assignment>/ layout); a file's name is the student's choice")
+
+
+def _formatted(reports: list[dict], format: str | None, any_folder: bool,
+               student_ids: list[str] | None = None) -> str:
+    if format == "json":
+        return "".join(to_json(report) + "\n" for report in reports)
+    if format == "nbgrader-csv":
+        return format_nbgrader_csv(reports, student_ids)
+    if format == "csv" or (format is None and any_folder):
+        return format_csv(reports)
+    return "\n\n".join(format_table(report) for report in reports) + "\n"
+
+
+def _one_main(argv: list[str]) -> int:
+    """Internal: grade one submission in this (trusted) process, print its report as JSON."""
+    args = _one_parser("_one").parse_args(argv)
+    sys.stdout.write("\n" + to_json(_grade_one(args.submission, args)) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lectures_lib grade SUBMISSION ...`` (and the grader's internal ``_one``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    safe_sys_path()  # never import from the folder the grader was started in
+    if argv[:1] == ["_one"]:
+        return _one_main(argv[1:])
+    if argv[:1] == ["_zygote"]:
+        return _zygote_main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m lectures_lib grade",
+        description="Grade submitted notebooks against the course's hidden tests. Each "
+        "submission's exercise cells run in a sandbox (bubblewrap); the course's test cells run "
+        "in the grader and call the submission's functions across the process boundary. Prints "
+        "a per-exercise table, JSON lines (--format json), or a CSV gradebook (a folder, or "
+        "--format csv; --format nbgrader-csv: nbgrader's export shape, with each student's id "
+        "from --student-ids or --student-ids-from-folders).",
+    )
+    parser.add_argument("submissions", type=Path, nargs="+",
+                        help="submitted notebooks, or folders of them")
+    parser.add_argument("--notebook", default=None,
+                        help="the assignment, e.g. 05_transformer_decoder (default: recognised "
+                        "from each submission's exercise ids, else its file name)")
+    parser.add_argument("--course", type=Path, default=COURSE_NOTEBOOKS,
+                        help="the folder of the course's notebooks (default: notebooks/ of the "
+                        "clone; needed when lectures_lib is installed without the repository)")
+    parser.add_argument("--format", choices=["table", "json", "csv", "nbgrader-csv"],
+                        default=None, help="output (default: table; csv for a folder)")
+    parser.add_argument("--json", action="store_const", const="json", dest="format",
+                        help="the same as --format json")
+    ids = parser.add_mutually_exclusive_group()
+    ids.add_argument("--student-ids", type=Path, default=None, metavar="FILE",
+                     help="for --format nbgrader-csv: a CSV with the header "
+                     "'submission,student_id', one row per submission (its path; relative "
+                     "paths from the CSV's folder). A file's name never gives an id: students "
+                     "choose their files' names")
+    ids.add_argument("--student-ids-from-folders", action="store_true",
+                     help="for --format nbgrader-csv: each id is the <student_id> folder of "
+                     "nbgrader's layout submitted/<student_id>/<assignment>/NOTEBOOK.ipynb (made "
+                     "by `nbgrader collect` from the students' user names). Ids must be plain "
+                     "(letters, digits, . _ @ + -, starting with a letter or digit)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help=f"seconds for each submission (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="submissions graded at once (default: the cores there are)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="grade even where no sandbox can be made (UNSAFE: the students' "
+                        "code runs with your rights; only in a throwaway container or VM)")
+    parser.add_argument("--root-without-cgroup", action="store_true",
+                        help="grade as root even where no cgroup can limit a submission's "
+                        "processes (the kernel does not apply RLIMIT_NPROC to root: a fork bomb "
+                        "then meets no limit; only in a throwaway container or VM)")
+    parser.add_argument("--secret-file", type=Path, default=None,
+                        help="a file only you hold (e.g. 32 random bytes: `head -c 32 "
+                        "/dev/urandom > secret`): every checker's probes and held-out data are "
+                        f"drawn from it (default: ${SECRET_ENV} if set, else the public probes, "
+                        "which students can compute from the package)")
+    parser.add_argument("--output", "-o", type=Path, default=None,
+                        help="write the table, JSON lines or gradebook to this file (written "
+                        "whole or not at all: a temporary file beside it, then a replace) "
+                        "instead of standard output")
+    parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                        help="grade on a Dask cluster: each submission is a task for the "
+                        "scheduler's workers (`dask worker tcp://HOST:PORT` where the course is "
+                        "installed; each grades in its own sandboxes; a worker that dies loses "
+                        "nothing). The workers read the grading secret from their own "
+                        "$LECTURES_GRADING_SECRET_FILE; only its fingerprint is sent. "
+                        "Needs `pip install 'lectures-lib[cluster]'`")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return _grade_main(parser.parse_args(argv))
