@@ -41,9 +41,10 @@ def _lecture_cells(nb) -> list[int]:
 
 
 @pytest.mark.parametrize("language", ["en", "zh-CN", "zh-TW"])
-def test_student_copy_keeps_every_teaching_image(tmp_path, language):
+def test_student_copy_keeps_every_teaching_image(tmp_path, language, monkeypatch):
     """Each edition's student copy has every image (and every other output) of the lecture part
     of each notebook that the source edition has, and none in the exercise section."""
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))  # its trust database
     copy_course(tmp_path, student=True, language=language)
     folder = LANGUAGE_FOLDERS[{"zh-CN": "zh-Hans", "zh-TW": "zh-Hant"}.get(language, language)]
     sources = sorted((course_files() / "notebooks" / folder).glob("*.ipynb"))
@@ -96,3 +97,22 @@ def test_release_refuses_exercises_without_a_section_heading():
     nb.cells[2].source = "## " + EXERCISE_WORDS["zh-Hant"]
     student = release_notebook(nb, "demo")
     assert student.cells[4].source.strip().endswith("raise NotImplementedError()")
+
+
+def test_the_copies_written_for_the_learner_are_trusted_and_theirs_are_not(tmp_path, monkeypatch):
+    """copy_course signs the notebooks it writes in the learner's Jupyter data folder (so the
+    explorer's stored script runs, issue 40); a copy the learner changed is not re-signed."""
+    from nbformat.sign import NotebookNotary
+
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
+    copy_course(tmp_path / "course", student=True)
+    copies = sorted((tmp_path / "course" / "student").glob("*.ipynb"))
+    assert copies and all(NotebookNotary().check_signature(nbformat.read(p, as_version=4))
+                          for p in copies)
+    mine = nbformat.read(copies[0], as_version=4)
+    mine.cells[0].source += "\nmy note"
+    nbformat.write(mine, copies[0])
+    copy_course(tmp_path / "course", student=True)  # keeps it: the learner's work
+    assert not NotebookNotary().check_signature(nbformat.read(copies[0], as_version=4))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "another-user"))
+    assert not NotebookNotary().check_signature(nbformat.read(copies[1], as_version=4))
