@@ -166,7 +166,7 @@ def _main(argv: list[str]) -> int:
         return code
     if args.command == "student":
         from course_tools.publish.exercises import main as exercises_main
-        from lectures_lib.checks.messages import normalise_language
+        from lectures_lib.languages import normalise_language
 
         root = clone_root("student")
         try:

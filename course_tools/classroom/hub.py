@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lectures_lib.checks.messages import normalise_language
+from lectures_lib.languages import normalise_language
 
 USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 SERVICE = "course-submit"

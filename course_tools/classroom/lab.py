@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="root the lab at this folder, copying the course into it first "
                              "(the default outside a clone: ./lectures-course)")
     args = parser.parse_args(argv)
-    from lectures_lib.checks.messages import normalise_language
+    from lectures_lib.languages import normalise_language
 
     try:
         language = normalise_language(args.lang)

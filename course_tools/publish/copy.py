@@ -22,8 +22,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lectures_lib.checks.messages import normalise_language
 from lectures_lib.course import course_files
+from lectures_lib.languages import normalise_language
 from lectures_lib.utils import check_bool, check_path
 
 LANGUAGE_FOLDERS = {"en": "", "zh-Hans": "zh-Hans", "zh-Hant": "zh-Hant"}

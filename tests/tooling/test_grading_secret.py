@@ -21,8 +21,8 @@ import pytest
 from course_tools import grading
 from course_tools.publish.exercises import find_exercises
 from lectures_lib.checks import check_additive_attention
-from lectures_lib.checks._base import SECRET_ENV
 from lectures_lib.checks.additive import additive_attention_reference
+from lectures_lib.checks.grader import SECRET_ENV
 from tests.tooling.test_grading import COURSE, NAME, ROOT, _submission
 
 pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
