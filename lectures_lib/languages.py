@@ -5,7 +5,7 @@ is in. The checkers speak it (:mod:`lectures_lib.checks.messages`); the instruct
 The language is chosen without touching the notebook's code, first match wins:
 
 1. the environment variable ``LECTURES_LANG`` (``en``, ``zh-Hans``/``zh-CN``, ``zh-Hant``/``zh-TW``);
-   ``python -m lectures_lib lab --lang zh-CN`` sets it for the lab's kernels;
+   ``python -m course_tools lab --lang zh-CN`` sets it for the lab's kernels;
 2. the notebook's path: Jupyter Server gives each kernel ``JPY_SESSION_NAME`` (the notebook's
    path), and a notebook in a folder ``zh-Hans``/``zh-Hant`` (``notebooks/zh-Hans/``,
    ``student/zh-Hans/``) is Chinese;

@@ -1,4 +1,4 @@
-"""Write the course into any folder: ``python -m lectures_lib copy DIR``.
+"""Write the course into any folder: ``python -m course_tools copy DIR``.
 
 The course's files come from the installed package or the clone
 (:func:`lectures_lib.course.course_files`, the learner's side: the notebooks read their stored
@@ -101,7 +101,7 @@ def copy_course(dest: Path, *, student: bool = False, language: str = "en",
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib copy",
+        prog="python -m course_tools copy",
         description="Write the course (notebooks, stored benchmark runs, README) into a folder, "
                     "from the installed package or the clone; existing files are kept.")
     parser.add_argument("dest", type=Path, help="the folder to write into (created if missing)")

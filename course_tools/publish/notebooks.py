@@ -1,4 +1,4 @@
-"""Re-execute the course's notebooks in place: ``python -m lectures_lib notebooks [PATH]``.
+"""Re-execute the course's notebooks in place: ``python -m course_tools notebooks [PATH]``.
 
 This is what ``make notebooks`` runs. Each notebook runs top to bottom in a fresh kernel (its own
 folder as working directory), exactly as a student runs it; the stored outputs (plots included)

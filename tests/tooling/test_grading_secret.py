@@ -110,7 +110,7 @@ def submissions(tmp_path_factory):
 
 def _grade(paths, *options):
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib", "grade", *map(str, paths), "--json", "--quiet",
+        [sys.executable, "-m", "course_tools", "grade", *map(str, paths), "--json", "--quiet",
          "--timeout", str(TIMEOUT), *options],
         capture_output=True, text=True, timeout=len(paths) * (TIMEOUT + 120), cwd=ROOT,
         env={key: value for key, value in __import__("os").environ.items()

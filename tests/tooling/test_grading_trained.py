@@ -86,7 +86,7 @@ def graded(tmp_path_factory):
     secret = tmp_path_factory.mktemp("secret") / "secret"
     secret.write_bytes(SECRET)
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib", "grade", str(folder), "--json", "--quiet",
+        [sys.executable, "-m", "course_tools", "grade", str(folder), "--json", "--quiet",
          "--timeout", "240", "--secret-file", str(secret)],
         capture_output=True, text=True, timeout=900, cwd=ROOT,
     )
