@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 LAB_STAMP := $(VENV)/.installed-lab
 LAB_EXTRAS := lab
 ALL_EXTRAS := lab,dev,grading,class,cluster
-# Every target runs `python -m lectures_lib ...`, which also works without make (README, Install).
+# Every target runs `python -m course_tools ...`, which also works without make (README, Install).
 # Unit tests and notebooks run in parallel on this many workers (notebooks stay whole: loadscope).
 WORKERS ?= 2
 # TORCH=cpu installs torch from PyTorch's CPU wheel index first (Linux without a CUDA GPU: about
@@ -80,20 +80,20 @@ $(STAMP): pyproject.toml
 venv: $(LAB_STAMP)
 
 lab: $(LAB_STAMP)
-	$(BIN)/python -m lectures_lib lab $(if $(STUDENT),--student)$(LANG_OPTION)
+	$(BIN)/python -m course_tools lab $(if $(STUDENT),--student)$(LANG_OPTION)
 
 lab-student: $(LAB_STAMP)
-	$(BIN)/python -m lectures_lib lab --student$(LANG_OPTION)
+	$(BIN)/python -m course_tools lab --student$(LANG_OPTION)
 
 # lint, then the unit tests (outside the system tier) and the notebooks in one pytest run, so that
-# the two workers stay busy (python -m lectures_lib test; `make unit nbval` runs them one by one)
+# the two workers stay busy (python -m course_tools test; `make unit nbval` runs them one by one)
 test: $(STAMP)
-	$(BIN)/python -m lectures_lib test --workers $(WORKERS)
+	$(BIN)/python -m course_tools test --workers $(WORKERS)
 
 # The system tier (tests/conftest.py, SYSTEM_FILES): about 20 minutes on 2 cores; .ci/run runs it
 # after make test. Its tests need the system packages (make system-deps) and skip without them.
 test-system: $(STAMP)
-	$(BIN)/python -m lectures_lib test system --workers $(WORKERS)
+	$(BIN)/python -m course_tools test system --workers $(WORKERS)
 
 test-all: test test-system
 
@@ -123,23 +123,23 @@ quick: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "not slow" -n $(WORKERS) tests
 
 lint: $(STAMP)
-	$(BIN)/python -m lectures_lib test lint
+	$(BIN)/python -m course_tools test lint
 
 unit: $(STAMP)
-	$(BIN)/python -m lectures_lib test unit --workers $(WORKERS)
+	$(BIN)/python -m course_tools test unit --workers $(WORKERS)
 
 nbval: $(STAMP)
-	$(BIN)/python -m lectures_lib test nbval --workers $(WORKERS)
+	$(BIN)/python -m course_tools test nbval --workers $(WORKERS)
 
 notebooks: $(STAMP)
-	$(BIN)/python -m lectures_lib notebooks $(if $(filter 1,$(REMEASURE)),--remeasure)
+	$(BIN)/python -m course_tools notebooks $(if $(filter 1,$(REMEASURE)),--remeasure)
 
 site: $(STAMP)
-	$(BIN)/python -m lectures_lib site
+	$(BIN)/python -m course_tools site
 
 # Overwrites every copy in student/ (your work there is lost); make lab-student never does.
 student: $(LAB_STAMP)
-	$(BIN)/python -m lectures_lib student$(LANG_OPTION)
+	$(BIN)/python -m course_tools student$(LANG_OPTION)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_speed.py
@@ -163,10 +163,10 @@ CREATE_USERS ?=
 .PHONY: hub hub-collect wheel
 
 hub: $(STAMP)
-	$(BIN)/python -m lectures_lib hub $(CLASS) --dir $(HUBDIR) --port $(HUB_PORT)$(if $(filter 1,$(CREATE_USERS)), --create-users)
+	$(BIN)/python -m course_tools hub $(CLASS) --dir $(HUBDIR) --port $(HUB_PORT)$(if $(filter 1,$(CREATE_USERS)), --create-users)
 
 hub-collect: $(STAMP)
-	$(BIN)/python -m lectures_lib hub collect $(HUBDIR) submitted
+	$(BIN)/python -m course_tools hub collect $(HUBDIR) submitted
 
 # the course as one installable file (notebooks, stored runs and READMEs inside): dist/*.whl
 wheel: $(STAMP)

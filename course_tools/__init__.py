@@ -24,9 +24,34 @@ a clone of the repository; from an installed package they say so (:func:`clone_r
 
 from __future__ import annotations
 
-from pathlib import Path
+import sys as _sys
 
-from lectures_lib.course import ROOT  # the repository, when run from a clone
+if _sys.argv[:1] == ["-m"] and not getattr(_sys.flags, "safe_path", False):
+    # Run as ``python -m course_tools ...`` (the grade command, the hub's submit service, the
+    # sandbox's worker): Python put the working directory first on sys.path, and the grader may
+    # be started in a folder of submissions, where a handed-in ``torch.py`` would run with the
+    # grader's rights. Import nothing from it: this runs before anything else is imported
+    # (``lectures_lib``, torch), as ``python -m`` imports this package first.
+    from os import getcwd as _getcwd
+    from os.path import samefile as _samefile
+
+    def _unsafe(entry: str) -> bool:
+        try:
+            return entry in ("", ".") or _samefile(entry, _getcwd())
+        except OSError:
+            return False
+
+    _sys.path[:] = [entry for entry in _sys.path if not _unsafe(entry)]
+    # a clone run without an install: lectures_lib lies beside this package; its folder goes
+    # last (after site-packages), as the grader's own restart does (grading._batch._safe_python)
+    from os.path import abspath as _abspath
+    from os.path import dirname as _dirname
+
+    _sys.path.append(_dirname(_dirname(_abspath(__file__))))
+
+from pathlib import Path  # noqa: E402 - after the scrub above
+
+from lectures_lib.course import ROOT  # noqa: E402 - the repository, when run from a clone
 
 __all__ = ["ROOT", "CloneRequired", "clone_root"]
 
@@ -42,7 +67,7 @@ def clone_root(command: str, needs: tuple[str, ...] = ("notebooks",)) -> Path:
     missing = [name for name in needs if not (ROOT / name).exists()]
     if missing:
         raise CloneRequired(
-            f"`python -m lectures_lib {command}` works on a clone of the course: it needs "
+            f"`python -m course_tools {command}` works on a clone of the course: it needs "
             f"{', '.join(name + '/' if '.' not in name else name for name in missing)} next to "
             f"the lectures_lib package ({ROOT} has none). Clone the repository and install it "
             "with `pip install -e '.[dev,grading]'`, then run the command there"

@@ -1,22 +1,22 @@
-"""The course's commands without ``make``: ``python -m lectures_lib COMMAND``.
+"""The course's commands without ``make``: ``python -m course_tools COMMAND``.
 
 Every ``make`` target runs one of these, so ``make`` is a convenience (Windows has none):
 
-    python -m lectures_lib lab [--student]   JupyterLab on notebooks/ (or your copies in student/)
-    python -m lectures_lib test [PART ...]   lint + unit tests + every notebook under nbval;
+    python -m course_tools lab [--student]   JupyterLab on notebooks/ (or your copies in student/)
+    python -m course_tools test [PART ...]   lint + unit tests + every notebook under nbval;
                                              `test system`: the system tier (CI runs both)
-    python -m lectures_lib notebooks [PATH]  re-execute notebooks in place (all by default;
+    python -m course_tools notebooks [PATH]  re-execute notebooks in place (all by default;
                                              --remeasure also stores new time plots), then
                                              write and execute the Chinese ones (notebooks/zh-Hans,
                                              zh-Hant: their own outputs, in their language)
-    python -m lectures_lib student           write the student versions to student/ (overwrites)
-    python -m lectures_lib site              build the static site in build/site/
-    python -m lectures_lib release SRC OUT   student versions of SRC (a notebook or a folder)
-    python -m lectures_lib source SRC OUT    nbgrader's source notebooks (solutions + metadata)
-    python -m lectures_lib grade SUB ...     grade submissions (--help: sandbox, --notebook, ...)
-    python -m lectures_lib sandbox-kernelspec --install   nbgrader's kernels in the sandbox
-    python -m lectures_lib copy DIR [--student] [--lang zh-CN]   the course into any folder
-    python -m lectures_lib hub CLASS.csv --dir HUBDIR   JupyterHub for a class (as root)
+    python -m course_tools student           write the student versions to student/ (overwrites)
+    python -m course_tools site              build the static site in build/site/
+    python -m course_tools release SRC OUT   student versions of SRC (a notebook or a folder)
+    python -m course_tools source SRC OUT    nbgrader's source notebooks (solutions + metadata)
+    python -m course_tools grade SUB ...     grade submissions (--help: sandbox, --notebook, ...)
+    python -m course_tools sandbox-kernelspec --install   nbgrader's kernels in the sandbox
+    python -m course_tools copy DIR [--student] [--lang zh-CN]   the course into any folder
+    python -m course_tools hub CLASS.csv --dir HUBDIR   JupyterHub for a class (as root)
 
 `copy`, `hub`, `release`, `source` and `grade --course FOLDER` work from an installed package; the others work
 on a clone of the repository (the notebooks, tests and README) and say so when there is none.
@@ -25,6 +25,7 @@ on a clone of the repository (the notebooks, tests and README) and say so when t
 from __future__ import annotations
 
 import argparse
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -35,18 +36,35 @@ TEST_PARTS = ("lint", "unit", "nbval")  # `make test`, in this order
 # `make test-system` (tests/conftest.py, SYSTEM_FILES): grading in the sandbox, nbgrader, the
 # browser, the hub, the wheel in a fresh environment; not part of `test` without parts
 ALL_PARTS = (*TEST_PARTS, "system")
-# Commands with their own option parsers: everything after the name is handed over untouched.
+# Commands with their own option parsers: everything after the name is handed over untouched
+# to the module's main() (release and source: with the name, their parser's subcommand).
 _DELEGATED = {
-    "lab": ("lab", "start JupyterLab (--help for its options)"),
-    "copy": ("course", "write the course from the installed package into a folder (DIR "
-             "[--student] [--lang en|zh-CN|zh-TW] [--force])"),
-    "hub": ("hub", "JupyterHub for a class (CLASS.csv --dir HUBDIR; `hub collect HUBDIR OUT`)"),
-    "release": ("exercises", "write student versions: solutions replaced, hidden tests removed"),
-    "source": ("exercises", "write the notebooks with solutions and nbgrader metadata"),
-    "grade": ("grading", "grade submitted notebooks (--help for its options)"),
-    "sandbox-kernelspec": ("sandbox_kernel", "a Jupyter kernel in the sandbox, for nbgrader "
-                           "(--install [--user | --prefix P])"),
+    "lab": ("course_tools.classroom.lab", "start JupyterLab (--help for its options)"),
+    "copy": ("course_tools.publish.copy", "write the course from the installed package into a "
+             "folder (DIR [--student] [--lang en|zh-CN|zh-TW] [--force])"),
+    "hub": ("course_tools.classroom.hub", "JupyterHub for a class (CLASS.csv --dir HUBDIR; "
+            "`hub collect HUBDIR OUT`)"),
+    "release": ("course_tools.publish.exercises", "write student versions: solutions replaced, "
+                "hidden tests removed"),
+    "source": ("course_tools.publish.exercises", "write the notebooks with solutions and "
+               "nbgrader metadata"),
+    "grade": ("course_tools.grading", "grade submitted notebooks (--help for its options)"),
+    "sandbox-kernelspec": ("course_tools.grading.sandbox.kernel", "a Jupyter kernel in the "
+                           "sandbox, for nbgrader (--install [--user | --prefix P])"),
 }
+_OWN = ("test", "notebooks", "student", "site")  # parsed here (_parser)
+
+
+def commands() -> tuple[str, ...]:
+    """Every command ``python -m course_tools`` runs."""
+    return (*_DELEGATED, *_OWN)
+
+
+def module_of(command: str) -> str:
+    """The module whose ``main`` parses ``command``'s arguments (this one for its own)."""
+    if command not in commands():
+        raise ValueError(f"command must be one of {list(commands())}, got {command!r}")
+    return _DELEGATED[command][0] if command in _DELEGATED else __name__
 
 
 def suite_commands(parts: list[str], workers: int) -> list[list[str]]:
@@ -93,27 +111,13 @@ def _run_tests(parts: list[str], workers: int) -> int:
 
 
 def _delegate(command: str, rest: list[str]) -> int:
-    module = _DELEGATED[command][0]
-    if module == "lab":  # in a clone, or on a copy of the installed course (lab --dir)
-        from course_tools.classroom.lab import main as run
-    elif module == "exercises":
-        from course_tools.publish.exercises import main as run
-
-        return run([command, *rest])
-    elif module == "hub":
-        from course_tools.classroom.hub import main as run
-    elif module == "course":
-        from course_tools.publish.copy import main as run
-    elif module == "sandbox_kernel":
-        from course_tools.grading.sandbox.kernel import main as run
-    else:
-        from course_tools.grading import main as run
-    return run(rest)
+    run = importlib.import_module(_DELEGATED[command][0]).main
+    return run([command, *rest] if command in ("release", "source") else rest)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib",
+        prog="python -m course_tools",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.splitlines()[3:]),
@@ -166,7 +170,7 @@ def _main(argv: list[str]) -> int:
         return code
     if args.command == "student":
         from course_tools.publish.exercises import main as exercises_main
-        from lectures_lib.checks.messages import normalise_language
+        from lectures_lib.languages import normalise_language
 
         root = clone_root("student")
         try:

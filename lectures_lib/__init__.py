@@ -30,24 +30,6 @@ The instructor's tools (student versions, grading, re-executing notebooks, the s
 hub) are the package ``course_tools`` beside this one, in the same wheel; nothing here imports it.
 """
 
-import sys as _sys
-
-if _sys.argv[:1] == ["-m"] and not getattr(_sys.flags, "safe_path", False):
-    # Run as ``python -m lectures_lib ...`` (the grade command, nbgrader's sandboxed kernel's
-    # launcher): Python put the working directory first on sys.path, and the grader may be
-    # started in a folder of submissions (nbgrader starts kernels in the student's own folder),
-    # where a handed-in ``torch.py`` would run with the grader's rights. Import nothing from it.
-    from os import getcwd as _getcwd
-    from os.path import samefile as _samefile
-
-    def _unsafe(entry: str) -> bool:
-        try:
-            return entry in ("", ".") or _samefile(entry, _getcwd())
-        except OSError:
-            return False
-
-    _sys.path[:] = [entry for entry in _sys.path if not _unsafe(entry)]
-
 from .utils import get_device, seed_everything
 
 __version__ = "0.1.0"

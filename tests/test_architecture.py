@@ -1,32 +1,40 @@
 """The library's shape (ARCHITECTURE.md): no import circle, validators named for what they check,
-no module over about 500 lines. Static scans of ``lectures_lib/`` plus one run that imports every
-module alone."""
+no module over 500 lines without a reason, and the learner's library apart from the instructor's
+tools: ``lectures_lib`` imports nothing of ``course_tools``. Static scans of both packages plus
+runs that import every module alone and the whole library."""
 
 from __future__ import annotations
 
 import ast
+import io
+import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
+import course_tools
 import lectures_lib
 
 PACKAGE = Path(lectures_lib.__file__).resolve().parent
+TOOLS = Path(course_tools.__file__).resolve().parent
 MAX_LINES = 500
 
 
-def _modules() -> dict[str, Path]:
+def _modules(folder: Path = PACKAGE, package: str = "lectures_lib") -> dict[str, Path]:
     """Dotted name -> file, for every module of the installed package."""
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = ["lectures_lib", *path.relative_to(PACKAGE).with_suffix("").parts]
+    for path in sorted(folder.rglob("*.py")):
+        parts = [package, *path.relative_to(folder).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
         found[".".join(parts)] = path
     return found
 
 
-MODULES = _modules()
+MODULES = _modules()  # the learner's library
+TOOL_MODULES = _modules(TOOLS, "course_tools")  # the instructor's tools
+EVERY_MODULE = {**MODULES, **TOOL_MODULES}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -53,8 +61,8 @@ def _imports(name: str, path: Path) -> set[str]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
             for alias in node.names:  # `from . import x` imports the module x when there is one
-                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
-    return {each for each in found if each in MODULES and each != name}
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in EVERY_MODULE else base)
+    return {each for each in found if each in EVERY_MODULE and each != name}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -90,8 +98,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_static_import_map_has_no_circle():
-    graph = {name: _imports(name, path) for name, path in MODULES.items()}
+    graph = {name: _imports(name, path) for name, path in EVERY_MODULE.items()}
     assert graph["lectures_lib.attention"] >= {"lectures_lib._validate.attention"}, "the scan reads"
+    assert graph["course_tools.grading._run"] >= {"lectures_lib.checks.grader"}, "the scan reads"
     assert _cycles(graph) == []
 
 
@@ -104,13 +113,13 @@ def _third_party_imports() -> set[str]:
     """Modules outside the library (``matplotlib.pyplot``, ``torch.nn``) that its modules import
     when they load (imports at module level; those inside functions run later)."""
     found = set()
-    for path in MODULES.values():
+    for path in EVERY_MODULE.values():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 found.add(node.module)
-    return {name for name in found if name.split(".")[0] != "lectures_lib"}
+    return {name for name in found if name.split(".")[0] not in ("lectures_lib", "course_tools")}
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter():
@@ -127,7 +136,7 @@ for package in third_party:  # shared by the forks: each child pays only for the
         importlib.import_module(package)
     except BaseException:
         pass
-assert not [m for m in sys.modules if m.startswith("lectures_lib")]
+assert not [m for m in sys.modules if m.startswith(("lectures_lib", "course_tools"))]
 failed, running = [], {}
 def reap():
     pid, status = os.wait()
@@ -151,7 +160,7 @@ while running:
 print("FAILED", sorted(failed))
 sys.exit(1 if failed else 0)
 """
-    names = sorted(name for name in MODULES if not name.endswith(".__main__"))  # scripts: they run
+    names = sorted(name for name in EVERY_MODULE if not name.endswith(".__main__"))  # they run
     third_party = sorted(_third_party_imports())
     assert {"torch", "numpy"} <= set(third_party), "the scan reads"
     run = subprocess.run([sys.executable, "-c", script, ",".join(third_party), *names],
@@ -212,8 +221,99 @@ def test_the_rules_mirror_the_taught_modules():
         assert rules <= shared | {own}, (name, rules)
 
 
-def test_no_module_is_over_about_500_lines():
-    lines = {path.relative_to(PACKAGE).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
-             for path in PACKAGE.rglob("*.py")}
-    assert lines["attention.py"] > 100 and len(lines) == len(MODULES), "the scan reads"
-    assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
+def _imported_names(path: Path, package: str) -> set[str]:
+    """Every module name ``path`` imports, anywhere in it (functions, ``TYPE_CHECKING`` blocks,
+    ``if __name__ == "__main__"``), relative imports resolved, and the names handed as text to
+    ``importlib.import_module`` or ``__import__``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.update([base, *(f"{base}.{alias.name}" for alias in node.names)])
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and getattr(node.func, "attr", getattr(node.func, "id", None)) in
+              ("import_module", "__import__")):
+            found.add(node.args[0].value)
+    return found
+
+
+def _reaches_the_tools(names: set[str]) -> set[str]:
+    return {name for name in names if name == "course_tools" or name.startswith("course_tools.")}
+
+
+def test_lectures_lib_imports_nothing_of_the_tools():
+    """Static, over every module of the learner's library, wherever the import stands."""
+    reaching = {}
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = _reaches_the_tools(_imported_names(path, package))
+        if found:
+            reaching[name] = sorted(found)
+    assert reaching == {}
+    tools = _imported_names(TOOL_MODULES["course_tools.grading._run"], "course_tools.grading")
+    assert "lectures_lib.checks.grader" in tools, "the scan reads"
+    lazy = ast.parse("def f():\n    import importlib\n    importlib.import_module('course_tools.cli')")
+    assert _reaches_the_tools({n.args[0].value for n in ast.walk(lazy) if isinstance(n, ast.Call)
+                               and n.args}) == {"course_tools.cli"}, "the scan reads"
+
+
+def test_importing_the_whole_library_loads_no_tool():
+    """At import time: every module of ``lectures_lib`` imported in one fresh interpreter, and
+    no module of ``course_tools`` is loaded."""
+    names = sorted(name for name in MODULES if not name.endswith(".__main__"))
+    script = ("import importlib, sys\n"
+              "for name in sys.argv[1:]:\n"
+              "    importlib.import_module(name)\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'course_tools'))\n"
+              "print(len([m for m in sys.modules if m.split('.')[0] == 'lectures_lib']))\n")
+    run = subprocess.run([sys.executable, "-c", script, *names], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    loaded, count = run.stdout.splitlines()[-2:]
+    assert loaded == "[]", f"importing lectures_lib loaded {loaded}"
+    assert int(count) >= len(names), "the run imports the library"
+
+
+REASON = re.compile(r"#\s*Over 500 lines:\s*\S")  # e.g. "# Over 500 lines: one table of ..."
+
+
+def _first_comment(text: str) -> str:
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            return token.string
+    return ""
+
+
+def _over_without_reason(text: str) -> bool:
+    """A module over :data:`MAX_LINES` lines whose first comment does not say why
+    (``# Over 500 lines: <the reason>``)."""
+    return len(text.splitlines()) > MAX_LINES and not REASON.match(_first_comment(text))
+
+
+def test_the_line_rule_reads_the_first_comment():
+    long_body = "x = 1\n" * MAX_LINES
+    assert not _over_without_reason("x = 1\n")
+    assert _over_without_reason('"""Doc."""\n' + long_body)
+    assert _over_without_reason("# a comment, no reason\n" + long_body)
+    assert _over_without_reason("x = 1  # the first comment\n# Over 500 lines: too late\n" + long_body)
+    assert not _over_without_reason('"""Doc."""\n# Over 500 lines: one table of 180 rows.\n'
+                                    + long_body)
+
+
+def test_no_module_is_over_500_lines_without_a_reason_in_its_first_comment():
+    lines = {}
+    for folder in (PACKAGE, TOOLS):
+        for path in folder.rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            lines[path.relative_to(folder.parent).as_posix()] = (len(text.splitlines()),
+                                                                  _over_without_reason(text))
+    assert lines["lectures_lib/attention.py"][0] > 100 and len(lines) == len(EVERY_MODULE), \
+        "the scan reads"
+    assert {name: n for name, (n, without) in lines.items() if without} == {}

@@ -40,6 +40,7 @@ from lectures_lib import (
     course,
     decoding,
     diagrams,
+    languages,
     layers,
     masks,
     measure,
@@ -658,6 +659,8 @@ ROWS: list[Row] = [
     R(sandbox_kernel.launch_command, "info_fd a string", lambda: sandbox_kernel.launch_command("k", ".", info_fd="3"), TypeError, "info_fd must be None or a file descriptor"),
     R(course_tools.clone_root, "an int command", lambda: course_tools.clone_root(3), TypeError, "command must be a non-empty str"),
     R(course.stored_benchmark, "a path, not a name", lambda: course.stored_benchmark("benchmarks/long_range.json"), ValueError, "name must be a file name in benchmarks/"),
+    R(languages.normalise_language, "an int", lambda: languages.normalise_language(3), TypeError, "language must be a str"),
+    R(languages.normalise_language, "fr", lambda: languages.normalise_language("fr"), ValueError, "language must be one of en, zh-Hans (zh-CN), zh-Hant (zh-TW)"),
     R(course.stored_benchmark, "an int name", lambda: course.stored_benchmark(3), ValueError, "name must be a file name in benchmarks/"),
     # grading
     R(grading.grade_submission, "path an int", lambda: grading.grade_submission(3), TypeError, "path must be a path"),
@@ -738,6 +741,8 @@ NO_ROW: dict[str, str] = {
     "lectures_lib.data.translation.TranslationSplit": "a record the library fills",
     "lectures_lib.data.translation.TranslationData": "a record the library fills",
     "lectures_lib.course.course_files": "takes no arguments",
+    "lectures_lib.languages.notebook_language": "takes no arguments (a bad LECTURES_LANG gives English: "
+    "a setting must never break a check)",
     "course_tools.CloneRequired": "an exception class: the library raises it",
     "course_tools.grading.SandboxRefused": "an exception class: the library raises it",
     "course_tools.grading.clean_text": "accepts any object (str() of it)",

@@ -4,7 +4,7 @@ Headless Chromium (Debian's ``chromium`` package; ``.ci/run`` installs it when m
 Playwright for Python, which uses that system browser: no browser is downloaded. On a failure a
 screenshot is written to a temporary folder named in the error.
 
-* The lab: ``python -m lectures_lib lab`` (what ``make lab`` runs) opens on ``notebooks/``;
+* The lab: ``python -m course_tools lab`` (what ``make lab`` runs) opens on ``notebooks/``;
   notebook 01 opens, its first cells run in the real kernel and show their outputs, no error.
   Autosave is switched off for this test, and the test checks that the tracked notebook is
   unchanged afterwards.
@@ -70,7 +70,7 @@ def _sha256(path: Path) -> str:
 
 @contextlib.contextmanager
 def running_lab(tmp_path: Path):
-    """`python -m lectures_lib lab` (what `make lab` runs), headless, autosave off."""
+    """`python -m course_tools lab` (what `make lab` runs), headless, autosave off."""
     settings = tmp_path / "lab-settings" / "@jupyterlab" / "docmanager-extension"
     settings.mkdir(parents=True)
     (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
@@ -86,7 +86,7 @@ def running_lab(tmp_path: Path):
     }
     env.pop("MPLBACKEND", None)  # conftest's Agg would keep the kernel from showing plots
     port, token = _free_port(), secrets.token_hex(16)
-    command = [sys.executable, "-m", "lectures_lib", "lab", "--no-browser",
+    command = [sys.executable, "-m", "course_tools", "lab", "--no-browser",
                f"--port={port}", f"--token={token}"]
     log = open(tmp_path / "lab.log", "w+")
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,

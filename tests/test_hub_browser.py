@@ -1,6 +1,6 @@
 """A JupyterHub for a class, in a real browser (issue 30): two students, each on their own copies.
 
-``python -m lectures_lib hub`` (what ``make hub`` runs) starts JupyterHub on 127.0.0.1 with a
+``python -m course_tools hub`` (what ``make hub`` runs) starts JupyterHub on 127.0.0.1 with a
 class list of two students, created here as real Unix users (and removed afterwards). Headless
 Chromium (tests/browser_helpers.py) logs each in with their own password; each server opens on
 that student's copies in their language; a cell runs in the course's sandboxed kernel; the
@@ -119,7 +119,7 @@ def hub():
     port = _free_ports()
     log = (folder / "hub.log").open("w")
     server = subprocess.Popen(
-        [str(python), "-m", "lectures_lib", "hub", str(class_list), "--dir",
+        [str(python), "-m", "course_tools", "hub", str(class_list), "--dir",
          str(folder / "hub"), "--port", str(port), "--create-users"],
         cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -216,7 +216,7 @@ def test_two_students_log_in_run_submit_and_cannot_reach_each_other(browser, hub
 
     # collected: each student's saved notebook, with the cell they ran
     out = tmp_path / "submitted"
-    subprocess.run([sys.executable, "-m", "lectures_lib", "hub", "collect", str(hub_dir),
+    subprocess.run([sys.executable, "-m", "course_tools", "hub", "collect", str(hub_dir),
                     str(out)], check=True, capture_output=True)
     for name, language in STUDENTS.items():
         assert sorted(p.name for p in (out / name).glob("*.ipynb"))[0] == NOTEBOOK

@@ -9,7 +9,7 @@ nothing is downloaded or reinstalled (torch alone is 1 GB), so the test needs no
 takes seconds to set up, while ``lectures_lib`` (code and metadata) can come only from the wheel
 (the test checks this); pip, too, comes from that line (``venv --without-pip``).
 
-What runs: ``python -m lectures_lib copy`` in each language and ``--student``; the seven English
+What runs: ``python -m course_tools copy`` in each language and ``--student``; the seven English
 notebooks, top to bottom, in the copied folder, and one notebook per Chinese script (zh-Hans 07,
 which reads the stored runs and picture from one folder deeper; zh-Hant 02). All 21:
 ``COURSE_ALL_LANGUAGES=1``. And each notebook's first cell, in an environment where
@@ -112,7 +112,7 @@ def copied(installed, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("learner")
     venv = installed.parent.parent
     for lang in ("en", "zh-CN", "zh-TW"):
-        _run([str(installed), "-m", "lectures_lib", "copy", str(folder), "--lang", lang],
+        _run([str(installed), "-m", "course_tools", "copy", str(folder), "--lang", lang],
              cwd=folder, env=_clean_env(venv))
     return folder
 
@@ -150,11 +150,11 @@ def test_copy_writes_each_language_and_never_overwrites_without_force(installed,
     # a learner's edit is kept, and the command says so; --force replaces it
     mine = copied / "notebooks" / ENGLISH[0]
     mine.write_text("my work")
-    again = _run([str(installed), "-m", "lectures_lib", "copy", str(copied)], cwd=copied,
+    again = _run([str(installed), "-m", "course_tools", "copy", str(copied)], cwd=copied,
                  env=_clean_env(venv))
     assert mine.read_text() == "my work"
     assert f"notebooks/{ENGLISH[0]}" in again.stdout and "--force" in again.stdout, again.stdout
-    _run([str(installed), "-m", "lectures_lib", "copy", str(copied), "--force"], cwd=copied,
+    _run([str(installed), "-m", "course_tools", "copy", str(copied), "--force"], cwd=copied,
          env=_clean_env(venv))
     assert mine.read_bytes() == (ROOT / "notebooks" / ENGLISH[0]).read_bytes()
 
@@ -162,7 +162,7 @@ def test_copy_writes_each_language_and_never_overwrites_without_force(installed,
 @pytest.mark.parametrize("lang", ["en", "zh-Hant"])
 def test_copy_student_writes_the_release(installed, tmp_path, lang):
     venv = installed.parent.parent
-    _run([str(installed), "-m", "lectures_lib", "copy", str(tmp_path), "--student",
+    _run([str(installed), "-m", "course_tools", "copy", str(tmp_path), "--student",
           "--lang", LANG_OPTIONS[lang]], cwd=tmp_path, env=_clean_env(venv))
     sub = "" if lang == "en" else lang
     for name in ENGLISH:
@@ -175,7 +175,7 @@ def test_copy_student_writes_the_release(installed, tmp_path, lang):
 
 def test_copy_rejects_a_bad_language(installed, tmp_path):
     venv = installed.parent.parent
-    result = subprocess.run([str(installed), "-m", "lectures_lib", "copy", str(tmp_path),
+    result = subprocess.run([str(installed), "-m", "course_tools", "copy", str(tmp_path),
                              "--lang", "fr"], capture_output=True, text=True, cwd=tmp_path,
                             env=_clean_env(venv))
     assert result.returncode == 2 and "'fr'" in result.stderr and "zh-CN" in result.stderr
@@ -247,7 +247,7 @@ def test_first_cell_on_a_hosted_service_installs_the_library_and_goes_on(wheel, 
 
 
 def test_lab_from_the_installed_package_serves_a_copied_course(installed, tmp_path):
-    """`python -m lectures_lib lab` outside a clone: the course is copied into ./lectures-course
+    """`python -m course_tools lab` outside a clone: the course is copied into ./lectures-course
     (the learner's folder, from the wheel) and JupyterLab is rooted there, on the student copies."""
     import secrets
     import socket
@@ -261,7 +261,7 @@ def test_lab_from_the_installed_package_serves_a_copied_course(installed, tmp_pa
     token, venv = secrets.token_hex(16), installed.parent.parent
     log = open(tmp_path / "lab.log", "w+")
     server = subprocess.Popen(
-        [str(installed), "-m", "lectures_lib", "lab", "--student", "--no-browser",
+        [str(installed), "-m", "course_tools", "lab", "--student", "--no-browser",
          "--port", str(port), "--token", token, "--lang", "zh-TW"],
         cwd=tmp_path, env=_clean_env(venv), stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -1,4 +1,4 @@
-"""A JupyterHub for a class: ``python -m lectures_lib hub CLASS.csv --dir HUBDIR``.
+"""A JupyterHub for a class: ``python -m course_tools hub CLASS.csv --dir HUBDIR``.
 
 JupyterHub does the multi-user work (logins, one server per student, the proxy); this module only
 configures it for the course:
@@ -11,7 +11,7 @@ configures it for the course:
   ``HUBDIR/passwords.json``; the clear list for the instructor in ``HUBDIR/passwords.csv``, both
   ``0600``). A real class swaps in its own login (``jupyterhub_config.py`` names the keys:
   OAuthenticator, LDAP), the rest unchanged;
-* **release**: before a student's server starts, ``python -m lectures_lib copy ~/course
+* **release**: before a student's server starts, ``python -m course_tools copy ~/course
   --student --lang L`` runs *as the student* (their files stay theirs; an existing copy is never
   overwritten), and the server opens on ``~/course/student/[zh-Hans|zh-Hant]``;
 * **kernels in the course's sandbox**: the only kernel, ``python3``, is the bubblewrap kernel of
@@ -19,9 +19,9 @@ configures it for the course:
   terminals are off and the file browser is rooted at ``~/course``;
 * **submit and collect**: the hub service ``course-submit`` (``/services/course-submit/``,
   logged in through the hub) copies the student's notebooks, read by a process running *as the
-  student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m lectures_lib hub
+  student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m course_tools hub
   collect HUBDIR OUT`` writes each student's latest submission to ``OUT/<student>/``, the layout
-  ``python -m lectures_lib grade OUT`` reads.
+  ``python -m course_tools grade OUT`` reads.
 
 The hub runs as root (it starts servers as other users) and binds 127.0.0.1 unless told
 otherwise; it needs ``jupyterhub`` (``pip install -e '.[class]'``) and ``configurable-http-proxy``
@@ -45,15 +45,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lectures_lib.checks.messages import normalise_language
+from lectures_lib.languages import normalise_language
 
 USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 SERVICE = "course-submit"
 SUBMIT_LIMIT = 64 * 2**20  # bytes one submission may carry
 STUDENT_FOLDERS = {"en": "student", "zh-Hans": "student/zh-Hans", "zh-Hant": "student/zh-Hant"}
 CONFIG = '''\
-# JupyterHub for the course, written by `python -m lectures_lib hub` (lectures_lib/tooling/hub.py).
-# Run: jupyterhub -f {config}   (as root; the same as `python -m lectures_lib hub`)
+# JupyterHub for the course, written by `python -m course_tools hub` (course_tools/classroom/hub.py).
+# Run: jupyterhub -f {config}   (as root; the same as `python -m course_tools hub`)
 from course_tools.classroom.hub import configure
 
 configure(c, {hub_dir!r}, ip={ip!r}, port={port})
@@ -225,7 +225,7 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
         name = spawner.user.name
         language = languages[name]
         home = Path(pwd.getpwnam(name).pw_dir)
-        subprocess.run([sys.executable, "-m", "lectures_lib", "copy", str(home / "course"),
+        subprocess.run([sys.executable, "-m", "course_tools", "copy", str(home / "course"),
                         "--student", "--lang", language], user=name, group=name, cwd=home,
                        env={"HOME": str(home), "PATH": os.environ.get("PATH", "")}, check=True,
                        capture_output=True)
@@ -379,14 +379,14 @@ def main(argv: list[str] | None = None) -> int:
         serve_submit(Path(argv[1]))
         return 0
     if argv[:1] == ["collect"]:
-        parser = argparse.ArgumentParser(prog="python -m lectures_lib hub collect")
+        parser = argparse.ArgumentParser(prog="python -m course_tools hub collect")
         parser.add_argument("hub_dir", type=Path)
-        parser.add_argument("out", type=Path, help="e.g. submitted/ (then: lectures_lib grade)")
+        parser.add_argument("out", type=Path, help="e.g. submitted/ (then: python -m course_tools grade)")
         args = parser.parse_args(argv[1:])
         for student, folder in collect(args.hub_dir, args.out).items():
             print(f"{student}: {folder}")
         return 0
-    parser = argparse.ArgumentParser(prog="python -m lectures_lib hub",
+    parser = argparse.ArgumentParser(prog="python -m course_tools hub",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("class_list", type=Path, help="CSV with the header username,language")
     parser.add_argument("--dir", type=Path, default=Path("hub"), dest="hub_dir",

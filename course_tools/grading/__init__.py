@@ -1,4 +1,4 @@
-"""Grading submissions without nbgrader: ``python -m lectures_lib grade SUBMISSION ...``.
+"""Grading submissions without nbgrader: ``python -m course_tools grade SUBMISSION ...``.
 
 What a submission can and cannot do. Each submission is graded on its own:
 
@@ -194,7 +194,7 @@ def _one_main(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m lectures_lib grade SUBMISSION ...`` (and the grader's internal ``_one``)."""
+    """``python -m course_tools grade SUBMISSION ...`` (and the grader's internal ``_one``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     safe_sys_path()  # never import from the folder the grader was started in
     if argv[:1] == ["_one"]:
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["_zygote"]:
         return _zygote_main(argv[1:])
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib grade",
+        prog="python -m course_tools grade",
         description="Grade submitted notebooks against the course's hidden tests. Each "
         "submission's exercise cells run in a sandbox (bubblewrap); the course's test cells run "
         "in the grader and call the submission's functions across the process boundary. Prints "

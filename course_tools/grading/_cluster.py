@@ -106,7 +106,7 @@ def _worker_secret() -> str | None:
         if name and not _STATE.get("secret_read"):
             use_secret(Path(name))
             _STATE["secret_read"] = True
-    from lectures_lib.checks._base import secret_fingerprint
+    from lectures_lib.checks.grader import secret_fingerprint
 
     return secret_fingerprint()
 
@@ -206,7 +206,7 @@ def grade_on_cluster(paths: list[Path], scheduler: str, *, timeout: float, cours
     asked."""
     from course_tools.grading._batch import _find
     from course_tools.grading._verdict import unreadable
-    from lectures_lib.checks._base import secret_fingerprint
+    from lectures_lib.checks.grader import secret_fingerprint
 
     try:
         from distributed import Client, as_completed

@@ -12,10 +12,10 @@ from pathlib import Path
 from course_tools import ROOT
 from course_tools.publish.exercises import exercise_cells as _exercise_cells
 from course_tools.publish.exercises import find_exercises, strip_solutions
+from lectures_lib.checks.grader import SECRET_ENV
 from lectures_lib.utils import check_path, check_positive_float
 
 DEFAULT_TIMEOUT = 300.0
-SECRET_ENV = "LECTURES_GRADING_SECRET"  # the same name as lectures_lib.checks._base.SECRET_ENV
 COURSE_NOTEBOOKS = ROOT / "notebooks"
 
 
@@ -188,7 +188,7 @@ def use_secret(secret_file: Path | None) -> str:
     """Put the instructor's grading secret where the grading processes read it; say which probes
     this run uses. The secret stays in the grader's processes: the sandbox gets an empty
     environment, so no submission can read it."""
-    from lectures_lib.checks._base import secret_fingerprint
+    from lectures_lib.checks.grader import secret_fingerprint
 
     if secret_file is not None:
         secret_file = check_path(secret_file, "secret_file")

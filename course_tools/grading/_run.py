@@ -148,7 +148,7 @@ def _check_sandbox(sandbox: object, allow_root_without_cgroup: object = False) -
 @contextmanager
 def _variant(key: str | None):
     """The checkers here draw the task variant ``key`` (the sandbox's data follow it too)."""
-    from lectures_lib.checks._base import set_task_variant, task_variant
+    from lectures_lib.checks.grader import set_task_variant, task_variant
 
     before = task_variant()
     set_task_variant(key)
@@ -172,7 +172,7 @@ def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> di
     call_timeout = max(1.0, min(10.0, timeout / 10))
     # With a secret, the trained exercises' data (in the sandbox and in the checkers here) are
     # this submission's own variant of each task: weights trained before grading do not fit.
-    from lectures_lib.checks._base import task_key, timed_elsewhere
+    from lectures_lib.checks.grader import task_key, timed_elsewhere
 
     key = task_key(json.dumps(cells))
     with Session(cells, _student_checks(), deadline=deadline, sandbox=sandbox,

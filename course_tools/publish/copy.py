@@ -1,4 +1,4 @@
-"""Write the course into any folder: ``python -m lectures_lib copy DIR``.
+"""Write the course into any folder: ``python -m course_tools copy DIR``.
 
 The course's files come from the installed package or the clone
 (:func:`lectures_lib.course.course_files`, the learner's side: the notebooks read their stored
@@ -26,8 +26,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lectures_lib.checks.messages import normalise_language
 from lectures_lib.course import course_files
+from lectures_lib.languages import normalise_language
 from lectures_lib.utils import check_bool, check_path
 
 LANGUAGE_FOLDERS = {"en": "", "zh-Hans": "zh-Hans", "zh-Hant": "zh-Hant"}
@@ -124,7 +124,7 @@ def copy_course(dest: Path, *, student: bool = False, language: str = "en",
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib copy",
+        prog="python -m course_tools copy",
         description="Write the course (notebooks, stored benchmark runs, README) into a folder, "
                     "from the installed package or the clone; existing files are kept.")
     parser.add_argument("dest", type=Path, help="the folder to write into (created if missing)")

@@ -1,4 +1,4 @@
-"""Student versions of the notebooks: ``python -m lectures_lib release SRC OUT_DIR``.
+"""Student versions of the notebooks: ``python -m course_tools release SRC OUT_DIR``.
 
 The course's notebooks hold their exercises *with* the reference solutions, marked the nbgrader
 way (``make student`` runs this tool). In the student version:
@@ -25,7 +25,7 @@ only on the notebook's name and the exercise's number, so they stay the same acr
 ``release`` writes the student versions, annotated too, so ``nbgrader validate`` and
 ``autograde`` accept them.
 
-``python -m lectures_lib grade`` grades submissions without nbgrader: see
+``python -m course_tools grade`` grades submissions without nbgrader: see
 :mod:`course_tools.grading` (which imports this module, never the reverse).
 
 A marker is a line that holds nothing but the marker (surrounding spaces allowed); text that only
@@ -441,7 +441,7 @@ def release(source: Path, out_dir: Path, *, keep_solutions: bool = False) -> lis
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib",
+        prog="python -m course_tools",
         description="Student versions of the notebooks (release) and nbgrader's source notebooks.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

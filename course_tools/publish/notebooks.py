@@ -1,4 +1,4 @@
-"""Re-execute the course's notebooks in place: ``python -m lectures_lib notebooks [PATH]``.
+"""Re-execute the course's notebooks in place: ``python -m course_tools notebooks [PATH]``.
 
 This is what ``make notebooks`` runs. Each notebook runs top to bottom in a fresh kernel (its own
 folder as working directory), exactly as a student runs it; the stored outputs (plots included)
@@ -117,9 +117,7 @@ def find_notebooks(path: Path) -> list[Path]:
     ``path`` (``notebooks/zh-Hans/``: written by :mod:`course_tools.translation.translate`, not executed);
     pass the language folder itself to get them.
     """
-    from lectures_lib.checks.messages import (
-        LANGUAGES,  # the checkers' languages: en, zh-Hans, zh-Hant
-    )
+    from lectures_lib.languages import LANGUAGES  # the course's languages: en, zh-Hans, zh-Hant
 
     if path.is_file():
         return [path]

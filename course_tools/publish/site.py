@@ -1,4 +1,4 @@
-"""The course as a static website: ``python -m lectures_lib site`` (what ``make site`` runs).
+"""The course as a static website: ``python -m course_tools site`` (what ``make site`` runs).
 
 Every notebook in ``notebooks/`` becomes one HTML page with its stored outputs (plots included:
 run ``make notebooks`` first if they are stale); the README becomes the start page
@@ -473,7 +473,7 @@ def _write_pages(exporter, root, out_dir, language, pages, navigable, targets, k
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib site", description=__doc__.splitlines()[0]
+        prog="python -m course_tools site", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "site",
                         help="output folder (default: build/site)")

@@ -79,7 +79,7 @@ def probe_seed(public_seed: int, what: str = "") -> int:
 
     Without a grading secret: ``public_seed`` itself, the probes anyone can read in this package
     (a student can precompute them). With the instructor's secret in ``LECTURES_GRADING_SECRET``
-    (``python -m lectures_lib grade --secret-file PATH`` sets it in the grader, never in the
+    (``python -m course_tools grade --secret-file PATH`` sets it in the grader, never in the
     sandbox): HMAC-SHA256 of the secret, the running check's name, ``what`` and ``public_seed``,
     so each exercise's probes are new values of the same shapes that nobody without the secret
     can compute. A correct solution passes either way.

@@ -7,69 +7,15 @@ and that explanation in Chinese, then the checker's own English details. The che
 copied: one English checker, one catalogue per language. ``tests/checks/test_messages.py`` fails
 when a checker raises a code that the catalogue does not name.
 
-The language is chosen without touching the notebook's code, first match wins:
-
-1. the environment variable ``LECTURES_LANG`` (``en``, ``zh-Hans``/``zh-CN``, ``zh-Hant``/``zh-TW``);
-   ``python -m lectures_lib lab --lang zh-CN`` sets it for the lab's kernels;
-2. the notebook's path: Jupyter Server gives each kernel ``JPY_SESSION_NAME`` (the notebook's
-   path), and a notebook in a folder ``zh-Hans``/``zh-Hant`` (``notebooks/zh-Hans/``,
-   ``student/zh-Hans/``) is Chinese;
-3. the kernel's working directory, which Jupyter, nbclient and nbval set to the notebook's
-   folder (the same rule);
-4. otherwise English.
+The language (:mod:`lectures_lib.languages`: the course's one list of them, and the rules that
+choose it) comes from the environment or the notebook's folder.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from ..languages import ENV, LANGUAGES, normalise_language, notebook_language  # noqa: F401
 
 __all__ = ["LANGUAGES", "normalise_language", "notebook_language", "localise", "MISTAKES"]
-
-LANGUAGES = ("en", "zh-Hans", "zh-Hant")
-ENV = "LECTURES_LANG"
-_ALIASES = {
-    "en": "en", "en-us": "en", "en-gb": "en", "english": "en",
-    "zh": "zh-Hans", "zh-cn": "zh-Hans", "zh-sg": "zh-Hans", "zh-hans": "zh-Hans", "cn": "zh-Hans",
-    "zh-tw": "zh-Hant", "zh-hk": "zh-Hant", "zh-mo": "zh-Hant", "zh-hant": "zh-Hant", "tw": "zh-Hant",
-}
-
-
-def normalise_language(value: str) -> str:
-    """``zh-CN``, ``zh_CN.UTF-8``, ``zh-Hans`` ... -> one of :data:`LANGUAGES` (ValueError if none)."""
-    if not isinstance(value, str):
-        raise TypeError(f"language must be a str, got {type(value).__name__}")
-    key = value.split(".")[0].replace("_", "-").strip().lower()
-    if key not in _ALIASES:
-        raise ValueError(f"language must be one of en, zh-Hans (zh-CN), zh-Hant (zh-TW), "
-                         f"got {value!r}")
-    return _ALIASES[key]
-
-
-def _from_path(path: str) -> str | None:
-    for part in reversed(Path(path).parts):
-        if part in ("zh-Hans", "zh-Hant"):
-            return part
-    return None
-
-
-def notebook_language() -> str:
-    """The language of the running notebook (see the module docstring for the rules)."""
-    chosen = os.environ.get(ENV, "").strip()
-    if chosen:
-        try:
-            return normalise_language(chosen)
-        except ValueError:
-            return "en"  # a bad setting must never break a check: English, as without it
-    session = os.environ.get("JPY_SESSION_NAME", "")
-    found = _from_path(session) if session else None
-    if found is None:
-        try:
-            found = _from_path(os.getcwd())
-        except OSError:
-            found = None
-    return found or "en"
-
 
 VERDICTS = {"zh-Hans": ("通过", "未通过"), "zh-Hant": ("通過", "未通過")}
 DETAILS = {"zh-Hans": "检查器的详细说明（英文）", "zh-Hant": "檢查器的詳細說明（英文）"}

@@ -2,7 +2,7 @@
 
 * Student versions keep no solution or hidden-test line, no output of a cell that held one, every
   other output (the teaching plots and tables), and stay valid Python.
-* ``python -m lectures_lib release`` works end to end and reports marker errors.
+* ``python -m course_tools release`` works end to end and reports marker errors.
 * For each notebook with exercises, the imports cell plus the exercise cells run in a fresh kernel:
   the student version shows "not implemented" in every checker result without any error, and the
   solution version passes every checker (its hidden asserts included).
@@ -335,7 +335,7 @@ def test_student_version_runs_and_says_not_implemented_in_process():
 def _cli(*args: str) -> subprocess.CompletedProcess:
     """The real command line, in a new interpreter (a few seconds: it imports torch)."""
     return subprocess.run(
-        [sys.executable, "-m", "lectures_lib", *map(str, args)],
+        [sys.executable, "-m", "course_tools", *map(str, args)],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
 

@@ -1,4 +1,4 @@
-"""``python -m lectures_lib grade``: every kind of submission gets the right score.
+"""``python -m course_tools grade``: every kind of submission gets the right score.
 
 Submissions of ``01_self_attention`` (its one autograded exercise is worth 4 points): correct,
 wrong, empty (the student version as released), a function that sleeps for an hour, a solution
@@ -83,7 +83,7 @@ def graded(tmp_path_factory):
         nbformat.write(_submission(kind), folder / f"{kind}_{NAME}.ipynb")
     (folder / f"garbage_{NAME}.ipynb").write_text("this is { not a notebook")
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib", "grade", *sorted(folder.iterdir()),
+        [sys.executable, "-m", "course_tools", "grade", *sorted(folder.iterdir()),
          "--json", "--timeout", str(TIMEOUT)],
         capture_output=True, text=True, timeout=len(kinds) * (TIMEOUT + 120), cwd=ROOT,
     )
@@ -159,7 +159,7 @@ def test_table_and_csv_gradebook(graded, tmp_path):
     # A folder gives the CSV gradebook on the command line (an unreadable file: no kernel).
     (tmp_path / f"garbage_{NAME}.ipynb").write_text("")
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib", "grade", tmp_path],
+        [sys.executable, "-m", "course_tools", "grade", tmp_path],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr

@@ -91,7 +91,7 @@ def test_the_grader_never_imports_from_the_folder_it_grades_in(tmp_path, monkeyp
     monkeypatch.chdir(folder)
     reports, _ = grading.grade_paths([Path(".")], timeout=40, course=COURSE.parent, jobs=1)
     assert [r["score"] for r in reports] == [4.0], reports
-    command = subprocess.run([sys.executable, "-m", "lectures_lib", "grade", "--help"],
+    command = subprocess.run([sys.executable, "-m", "course_tools", "grade", "--help"],
                              cwd=folder, capture_output=True, text=True, timeout=120)
     assert command.returncode == 0, command.stderr[-2000:]
     assert list(seen.iterdir()) == [], "the grader imported a file from the grading folder"
@@ -434,7 +434,7 @@ def test_grading_as_root_without_a_cgroup_is_refused_unless_asked(monkeypatch, t
 
 
 def test_the_grade_commands_help_names_the_root_flag():
-    command = subprocess.run([sys.executable, "-m", "lectures_lib", "grade", "--help"],
+    command = subprocess.run([sys.executable, "-m", "course_tools", "grade", "--help"],
                              capture_output=True, text=True, timeout=120)
     assert "--root-without-cgroup" in command.stdout
 

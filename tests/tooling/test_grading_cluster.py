@@ -135,7 +135,7 @@ def cluster(tmp_path_factory):
 
 
 def _grade(args: list[str], output: Path, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "lectures_lib", "grade", *args, "--format",
+    return subprocess.Popen([sys.executable, "-m", "course_tools", "grade", *args, "--format",
                              "json", "--timeout", str(TIMEOUT), "--output", str(output)],
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -220,7 +220,7 @@ def test_a_scheduler_address_that_is_not_one_is_refused_by_name(tmp_path):
     pytest.importorskip("distributed", reason="distributed (pip install 'lectures-lib[cluster]')")
     folder = tmp_path / "submissions"
     folder.mkdir()
-    result = subprocess.run([sys.executable, "-m", "lectures_lib", "grade", str(folder),
+    result = subprocess.run([sys.executable, "-m", "course_tools", "grade", str(folder),
                              "--scheduler", "127.0.0.1:8786"], capture_output=True, text=True,
                             timeout=120, cwd=tmp_path)
     assert result.returncode == 2

@@ -69,7 +69,7 @@ NAME = "01_self_attention"
 
 def _grade(*args: object) -> subprocess.CompletedProcess:
     """The grade command on unreadable (empty) submissions: a report each, no kernel."""
-    return subprocess.run([sys.executable, "-m", "lectures_lib", "grade", *map(str, args),
+    return subprocess.run([sys.executable, "-m", "course_tools", "grade", *map(str, args),
                            "--quiet"], capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 

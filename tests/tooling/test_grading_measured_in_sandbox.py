@@ -56,7 +56,7 @@ def _grade(tmp_path, variants: dict[str, str]) -> dict[str, dict]:
             notebook.cells[window.solutions[0]].source = source
         nbformat.write(notebook, tmp_path / f"{kind}_{STEM}.ipynb")
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib", "grade", str(tmp_path), "--json", "--quiet",
+        [sys.executable, "-m", "course_tools", "grade", str(tmp_path), "--json", "--quiet",
          "--timeout", "100"], capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     reports = [json.loads(line) for line in result.stdout.splitlines()]

@@ -21,8 +21,8 @@ import pytest
 from course_tools import grading
 from course_tools.publish.exercises import find_exercises
 from lectures_lib.checks import check_additive_attention
-from lectures_lib.checks._base import SECRET_ENV
 from lectures_lib.checks.additive import additive_attention_reference
+from lectures_lib.checks.grader import SECRET_ENV
 from tests.tooling.test_grading import COURSE, NAME, ROOT, _submission
 
 pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
@@ -110,7 +110,7 @@ def submissions(tmp_path_factory):
 
 def _grade(paths, *options):
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib", "grade", *map(str, paths), "--json", "--quiet",
+        [sys.executable, "-m", "course_tools", "grade", *map(str, paths), "--json", "--quiet",
          "--timeout", str(TIMEOUT), *options],
         capture_output=True, text=True, timeout=len(paths) * (TIMEOUT + 120), cwd=ROOT,
         env={key: value for key, value in __import__("os").environ.items()

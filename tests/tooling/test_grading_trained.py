@@ -30,7 +30,7 @@ from course_tools import grading
 from course_tools.grading import sandbox
 from course_tools.publish.exercises import annotate_notebook, find_exercises, release_notebook
 from lectures_lib.checks import check_sort_tagger
-from lectures_lib.checks._base import SECRET_ENV
+from lectures_lib.checks.grader import SECRET_ENV
 from lectures_lib.checks.trained import make_sort_data
 from tests.checks.test_trained_rebuild import _sort_tagger
 from tests.shuffle_detector import SOURCE as DETECTOR_SOURCE
@@ -86,7 +86,7 @@ def graded(tmp_path_factory):
     secret = tmp_path_factory.mktemp("secret") / "secret"
     secret.write_bytes(SECRET)
     result = subprocess.run(
-        [sys.executable, "-m", "lectures_lib", "grade", str(folder), "--json", "--quiet",
+        [sys.executable, "-m", "course_tools", "grade", str(folder), "--json", "--quiet",
          "--timeout", "240", "--secret-file", str(secret)],
         capture_output=True, text=True, timeout=900, cwd=ROOT,
     )
@@ -123,7 +123,7 @@ def test_pasted_weights_trained_elsewhere_earn_nothing(graded):
                     reason=f"no sandbox here: {sandbox.sandbox_problem()}")
 def test_the_sandbox_draws_the_variant_the_grader_checks_and_its_environment_lacks_the_key(
         monkeypatch):
-    from lectures_lib.checks._base import set_task_variant, task_key
+    from lectures_lib.checks.grader import set_task_variant, task_key
 
     monkeypatch.setenv(SECRET_ENV, SECRET.decode())
     key = task_key('["cells"]')

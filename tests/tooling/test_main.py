@@ -1,4 +1,4 @@
-"""`python -m lectures_lib COMMAND`: the course's commands without make (Windows, conda)."""
+"""`python -m course_tools COMMAND`: the course's commands without make (Windows, conda)."""
 
 import subprocess
 import sys
@@ -12,12 +12,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lectures_lib", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "course_tools", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 
 def test_help_lists_every_command():
-    """The real entry point: `python -m lectures_lib` in a fresh interpreter."""
+    """The real entry point: `python -m course_tools` in a fresh interpreter."""
     result = _run("--help")
     assert result.returncode == 0, result.stderr
     for command in ("lab", "test", "notebooks", "student", "site"):
@@ -41,17 +41,17 @@ def test_unknown_test_part_is_refused_with_the_choices(capsys):
 
 
 def test_make_test_runs_the_same_commands():
-    """Each part of `make test` is one `python -m lectures_lib test PART` call."""
+    """Each part of `make test` is one `python -m course_tools test PART` call."""
     makefile = (ROOT / "Makefile").read_text()
     for part in TEST_PARTS:
-        assert f"\n{part}: $(STAMP)\n\t$(BIN)/python -m lectures_lib test {part}" in makefile, part
-    assert "\ntest-system: $(STAMP)\n\t$(BIN)/python -m lectures_lib test system" in makefile
+        assert f"\n{part}: $(STAMP)\n\t$(BIN)/python -m course_tools test {part}" in makefile, part
+    assert "\ntest-system: $(STAMP)\n\t$(BIN)/python -m course_tools test system" in makefile
     lint, unit, nbval = suite_commands(list(TEST_PARTS), workers=3)
     assert lint[1:] == ["-m", "ruff", "check", "lectures_lib", "course_tools", "tests", "benchmarks",
                         "notebooks"]
     assert unit[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope", "-m", "not system",
                         "tests"]
-    assert "\ntest: $(STAMP)\n\t$(BIN)/python -m lectures_lib test --workers $(WORKERS)\n" in makefile
+    assert "\ntest: $(STAMP)\n\t$(BIN)/python -m course_tools test --workers $(WORKERS)\n" in makefile
     lint_again, both = together(list(TEST_PARTS), workers=3)  # what `make test` runs
     assert lint_again == lint and both[1:] == ["-m", "pytest", "-n", "3", "--dist", "loadscope",
                                                "--nbval-lax", "--nbval-current-env",

@@ -1,4 +1,4 @@
-"""nbgrader's kernels in the course's sandbox (``python -m lectures_lib sandbox-kernelspec``).
+"""nbgrader's kernels in the course's sandbox (``python -m course_tools sandbox-kernelspec``).
 
 A real ``nbgrader autograde`` of **every notebook of the course** (01-07, each cut to its
 exercises, as in test_nbgrader.py) with ``c.ExecutePreprocessor.kernel_name =

@@ -52,7 +52,7 @@ from course_tools.grading.sandbox import wire
 from course_tools.grading.sandbox._fair_clock import WALL_FACTOR, FairClock
 from course_tools.grading.sandbox._remote import Remote, RemoteError, SandboxError, _error
 from course_tools.grading.sandbox._student_view import LIBRARY, TOOLS, student_checks
-from lectures_lib.checks._time_limit import TimedOut
+from lectures_lib.checks.grader import TimedOut
 
 __all__ = ["Limits", "SandboxError", "Session", "Remote", "RemoteError", "sandbox_problem",
            "sandbox_command", "student_checks"]
@@ -269,7 +269,7 @@ class Session:
                  limits: Limits = Limits(), call_timeout: float = 10.0,
                  task_key: str | None = None) -> None:
         self.cells = list(cells)
-        self.task_key = task_key  # the graded task variant (checks._base.task_key), or None
+        self.task_key = task_key  # the graded task variant (checks.grader.task_key), or None
         self.checks = checks
         self.deadline = deadline
         self.sandbox = sandbox

@@ -12,12 +12,23 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from course_tools.grading.sandbox import wire
 
-if TYPE_CHECKING:  # a type only: the session imports this module, not the reverse
-    from course_tools.grading.sandbox import Session
+
+class Session(Protocol):
+    """What a :class:`Remote` needs of the session it talks through (the sandbox's ``Session``
+    is one): this module imports nothing of the session's, which imports it."""
+
+    limits: Any  # a sandbox Limits: memory_bytes
+    call_timeout: float
+    generation: int
+
+    def request(self, message: dict, timeout: float | None = None) -> dict: ...
+
+    def value(self, reply: dict, generation: int | None = None) -> Any: ...
+
 
 PRINTED = 4000  # characters of what one call printed that the grader shows
 
@@ -53,10 +64,9 @@ def _error(info: dict) -> BaseException:
 
 def _current_call_timeout(session: Session) -> float:
     """The running check's limit for one call of the student's code (training: longer)."""
-    from lectures_lib.checks import _base
+    from lectures_lib.checks.grader import call_timeout
 
-    run = getattr(_base._current, "run", None)  # set while a check runs
-    return float(run.timeout) if run is not None else session.call_timeout
+    return call_timeout(session.call_timeout)
 
 
 class Remote:

@@ -1,4 +1,4 @@
-"""nbgrader's kernels in the course's sandbox: ``python -m lectures_lib sandbox-kernelspec``.
+"""nbgrader's kernels in the course's sandbox: ``python -m course_tools sandbox-kernelspec``.
 
 nbgrader (``autograde``, ``validate``) runs every notebook in a Jupyter kernel that it starts as
 the instructor's user, with the instructor's rights. This module gives it a kernel, named
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["inner"] and len(argv) == 3:
         return _inner(argv[1], argv[2])
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib sandbox-kernelspec",
+        prog="python -m course_tools sandbox-kernelspec",
         description="Install a Jupyter kernel, 'lectures-sandbox', that runs IPython inside "
         "bubblewrap (no network, read-only course, private scratch, limits), for nbgrader: "
         f"add `{CONFIG_LINE}` to nbgrader_config.py. Without --install: print kernel.json.")

@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     if spec.get("task_key") is not None:  # the trained exercises' data follow the graded
-        from lectures_lib.checks._base import set_task_variant  # variant (not in the
+        from lectures_lib.checks.grader import set_task_variant  # variant (not in the
 
         set_task_variant(spec["task_key"])  # environment: shell commands do not see it)
     Worker(list(spec["cells"])).serve()
