@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
@@ -9,14 +10,21 @@ import torch
 from torch import nn
 
 from lectures_lib.attention import MultiHeadAttention
+from lectures_lib.cache import KeyValueCache, kv_cache_problem
+from lectures_lib.masks import causal_mask
 from lectures_lib.positional import (
     LearnedPositionalEmbedding,
     RotaryAttention,
     RotaryEmbedding,
+    RotarySelfAttention,
     SinusoidalEncoding,
     apply_rotary,
     sinusoidal_encoding,
 )
+
+
+def _randn(*shape, seed=0, dtype=torch.float32):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 def formula(n_positions: int, d_model: int) -> torch.Tensor:
@@ -402,3 +410,58 @@ def test_positions_break_permutation_equivariance():
     out = attention(with_positions, with_positions, with_positions)[0]
     out_permuted = attention(*(with_positions_permuted,) * 3)[0]
     assert not torch.allclose(out_permuted, out[:, perm], atol=1e-3)
+
+
+# ---- positions through the seam (project) ------------------------------------------------
+
+
+def test_rotary_attention_is_init_plus_project():
+    own = {name for name, value in vars(RotaryAttention).items() if callable(value)}
+    assert own <= {"__init__", "project", "from_torch"}, own
+    assert "positions" in inspect.signature(MultiHeadAttention.project).parameters
+    assert "_positions" not in vars(RotaryAttention(8, 2)), "no positions stashed on the module"
+
+
+
+def test_positions_reach_project_through_forward():
+    torch.manual_seed(0)
+    module = RotaryAttention(8, 2).eval()
+    x = _randn(2, 5, 8)
+    positions = torch.tensor([3, 1, 4, 1, 5])
+    seen = {}
+    original = module.project
+
+    def spy(query, key, value, positions=None):
+        seen["positions"] = positions
+        return original(query, key, value, positions)
+
+    module.project = spy
+    out, _ = module(x, x, x, positions=positions)
+    assert seen["positions"] is positions
+    queries, keys, _ = MultiHeadAttention.project(module, x, x, x)
+    expected_q = apply_rotary(queries, positions)
+    torch.testing.assert_close(original(x, x, x, positions)[0], expected_q)
+    # a shift of every position changes nothing: scores see offsets only
+    shifted, _ = module(x, x, x, positions=positions + 7)
+    torch.testing.assert_close(shifted, out, atol=1e-5, rtol=1e-4)
+
+
+
+def test_forward_cached_hands_project_the_cache_offset():
+    torch.manual_seed(0)
+    module = RotaryAttention(8, 2).eval()
+    x = _randn(2, 6, 8)
+    full, _ = module(x, x, x, causal_mask(6))
+    cache = KeyValueCache()
+    steps = [module.forward_cached(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache)
+             for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-4)
+
+
+
+def test_rotary_self_attention_is_a_deprecated_alias():
+    with pytest.warns(DeprecationWarning, match="RotaryAttention"):
+        old = RotarySelfAttention(8, 2)
+    assert isinstance(old, RotaryAttention)
+    assert kv_cache_problem(old) is None
+
