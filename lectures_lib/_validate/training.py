@@ -165,8 +165,7 @@ def fit_args(model, train_data, *, epochs, batch_size=64, lr=3e-3, schedule="war
         raise ValueError("model has no trainable parameters (none with requires_grad=True)")
     check_settings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                    grad_clip=grad_clip)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} ({seed!r})")
+    check_settings(seed=seed)
     if not isinstance(warmup, (int, float)) or isinstance(warmup, bool) or not 0 <= warmup < 1:
         raise ValueError(f"warmup is a fraction of the steps, in [0, 1), got {warmup!r}")
     ignore_id(ignore_index)
