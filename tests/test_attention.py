@@ -159,13 +159,21 @@ def test_self_attention_is_the_lecture_formula():
         layer(randn(2, 5, 4))
 
 
-def test_split_and_merge_heads_shapes_and_inverse():
-    x = torch.arange(2 * 5 * 12.0).reshape(2, 5, 12)
-    heads = split_heads(x, 3)
-    assert heads.shape == (2, 3, 5, 4)
-    for h in range(3):
-        assert torch.equal(heads[:, h], x[..., 4 * h : 4 * (h + 1)]), "head h = feature block h"
+@pytest.mark.parametrize(("batch", "seq", "d_model", "num_heads"),
+                         [(2, 5, 12, 3), (1, 1, 1, 1), (2, 3, 12, 4), (3, 5, 6, 6), (2, 4, 10, 1)])
+def test_split_and_merge_heads_shapes_and_inverse(batch, seq, d_model, num_heads):
+    x = torch.arange(batch * seq * d_model, dtype=torch.float32).reshape(batch, seq, d_model)
+    heads = split_heads(x, num_heads)
+    d_head = d_model // num_heads
+    assert heads.shape == (batch, num_heads, seq, d_head)
+    for h in range(num_heads):
+        block = x[..., d_head * h : d_head * (h + 1)]
+        assert torch.equal(heads[:, h], block), "head h = feature block h"
     assert torch.equal(merge_heads(heads), x)
+
+
+def test_split_and_merge_heads_refuse_what_does_not_fit():
+    x = torch.arange(2 * 5 * 12.0).reshape(2, 5, 12)
     with pytest.raises(ValueError, match=r"d_model=12.*num_heads=5"):
         split_heads(x, 5)
     with pytest.raises(ValueError, match="3 dimensions"):

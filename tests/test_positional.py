@@ -22,20 +22,11 @@ from lectures_lib.positional import (
     sinusoidal_encoding,
 )
 
+from .references import sinusoid_formula
+
 
 def _randn(*shape, seed=0, dtype=torch.float32):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
-
-
-def formula(n_positions: int, d_model: int) -> torch.Tensor:
-    """The paper's formula, one entry at a time in Python floats (float64)."""
-    table = torch.empty(n_positions, d_model, dtype=torch.float64)
-    for pos in range(n_positions):
-        for feature in range(d_model):
-            i = feature // 2
-            angle = pos / 10000 ** (2 * i / d_model)
-            table[pos, feature] = math.sin(angle) if feature % 2 == 0 else math.cos(angle)
-    return table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -43,14 +34,16 @@ def formula(n_positions: int, d_model: int) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("n_positions", "d_model"), [(1, 1), (5, 1), (9, 2), (13, 7), (40, 16)])
+@pytest.mark.parametrize(("n_positions", "d_model"), [(1, 1), (1, 6), (4, 1), (5, 1), (6, 2), (9, 2),
+                                                   (9, 3), (5, 7), (13, 7), (40, 16), (30, 512)])
 def test_sinusoidal_matches_the_formula(n_positions, d_model):
     table = sinusoidal_encoding(n_positions, d_model)
     assert table.shape == (n_positions, d_model)
     assert table.dtype == torch.float32
-    assert torch.allclose(table.double(), formula(n_positions, d_model), atol=1e-6, rtol=0)
+    reference = sinusoid_formula(n_positions, d_model)
+    assert torch.allclose(table.double(), reference, atol=1e-6, rtol=0)
     exact = sinusoidal_encoding(n_positions, d_model, dtype=torch.float64)
-    assert torch.allclose(exact, formula(n_positions, d_model), atol=1e-12, rtol=0)
+    assert torch.allclose(exact, reference, atol=1e-12, rtol=0)
 
 
 def test_positions_start_at_zero():
@@ -143,7 +136,7 @@ def test_sinusoidal_module_buffer_is_not_persistent_and_follows_dtype():
     x = torch.randn(2, 5, 6, dtype=torch.float64)
     out = module(x)
     assert out.dtype == torch.float64
-    assert torch.allclose(out - x, formula(5, 6), atol=1e-12)
+    assert torch.allclose(out - x, sinusoid_formula(5, 6), atol=1e-12)
 
 
 def test_sinusoidal_module_keeps_the_input_dtype():
