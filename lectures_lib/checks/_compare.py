@@ -19,7 +19,31 @@ from ._base import NOT_IMPLEMENTED, TIMED_OUT, Mistake, call, expect_finite, exp
 
 __all__ = ["Probe", "Wrong", "compare", "describe_args"]
 
-_TOLERANCES = {torch.float64: (1e-8, 1e-10), torch.float32: (1e-4, 1e-5)}
+# The checkers' one tolerance table: results are compared with the float64 reference at the
+# (rtol, atol) of the *coarser* of the inputs' and the result's dtype: a float32 answer (to float32
+# or float64 inputs) at float32's, a float64 answer to float64 inputs at float64's, which a
+# float64 result carrying only float32 precision fails. Correct float32 implementations (loops,
+# einsum, any masking constant) differ by ~1e-6, correct float64 ones by ~1e-15.
+TOLERANCES = {
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (3e-2, 1e-2),
+    torch.float32: (1e-4, 1e-5),
+    torch.float64: (1e-9, 1e-11),
+}
+
+
+def coarsest(*dtypes: torch.dtype) -> torch.dtype:
+    """The least precise of the given floating dtypes (the one with the largest eps)."""
+    return max(dtypes, key=lambda dtype: torch.finfo(dtype).eps)
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Same shape and equal at ``dtype``'s tolerances (:data:`TOLERANCES`; float32's for any
+    other dtype)."""
+    rtol, atol = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+    return actual.shape == expected.shape and bool(
+        torch.allclose(actual, expected, rtol=rtol, atol=atol)
+    )
 
 
 @dataclass(frozen=True)
@@ -65,10 +89,8 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     if not (a.is_floating_point() or b.is_floating_point()):
         return bool(torch.equal(a.cpu(), b.to(a.dtype).cpu()))
-    coarse = torch.float64 if torch.float64 in (a.dtype, b.dtype) and a.dtype == b.dtype else None
-    rtol, atol = _TOLERANCES[coarse or torch.float32]
-    return bool(torch.allclose(a.double().cpu(), b.double().cpu(), rtol=rtol, atol=atol,
-                               equal_nan=False))
+    dtype = torch.float64 if a.dtype == b.dtype == torch.float64 else torch.float32
+    return close(a.double().cpu(), b.double().cpu(), dtype)
 
 
 def _all_close(got: tuple, expected: tuple) -> bool:

@@ -106,8 +106,8 @@ class AttentionVariant(MultiHeadAttention):
     seq_len_limits = ("key",)  # with a ``seq_len``: which inputs may not be longer
     seq_len_reason = "one parameter per position"
 
-    def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        rules.variant_inputs(self, query, key, value, mask, need_weights)
+    #: the door of ``forward``: ``MultiHeadAttention.check_inputs``, then the capability flags
+    check_inputs = rules.variant_inputs
 
     def supported_mask(self, mask, n_q: int, n_k: int) -> tuple[torch.Tensor | None, str]:
         """:func:`split_mask`, refused clearly when this variant cannot honour the mask (on every

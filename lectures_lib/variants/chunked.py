@@ -32,6 +32,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate.settings import check_settings
 from .._validate.variants import chunked as rules
 from ..attention import fused_attention, scaled_dot_product_attention
 from ..utils import validated
@@ -388,7 +389,7 @@ class ReformerAttention(LSHAttention):
                  same_bucket: bool = True, exclude_self: bool = True) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias, n_buckets=n_buckets,
                          n_hashes=n_hashes, seed=seed)
-        rules.reformer_settings(self, chunk_size, same_bucket, exclude_self)
+        check_settings(chunk_size=chunk_size, same_bucket=same_bucket, exclude_self=exclude_self)
         self.chunk_size, self.same_bucket, self.exclude_self = chunk_size, same_bucket, exclude_self
 
     def buckets(self, q: torch.Tensor) -> torch.Tensor:
@@ -454,7 +455,7 @@ class BalancedRoutingAttention(RoutingAttention):
                  cluster_size: int | None = None) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias, n_clusters=n_clusters,
                          decay=decay, seed=seed)
-        rules.balanced_routing_settings(self, cluster_size)
+        check_settings(cluster_size=cluster_size)
         self.cluster_size = cluster_size
 
     def members(self, q: torch.Tensor, k: torch.Tensor, key_mask: torch.Tensor | None = None

@@ -32,6 +32,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate.settings import check_settings
 from .._validate.variants import clustering as rules
 from ..attention import scaled_dot_product_attention
 from ..utils import validated
@@ -355,7 +356,7 @@ class LSHAttention(PatternAttention):
         seed: int = 0,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        rules.lsh_settings(self, n_buckets, n_hashes, seed)
+        check_settings(n_buckets=n_buckets, n_hashes=n_hashes, seed=seed)
         self.n_buckets, self.n_hashes = int(n_buckets), int(n_hashes)
         rotations = random_rotations(self.d_head, n_buckets, n_hashes, heads=num_heads, seed=seed)
         self.register_buffer("rotations", rotations)  # (heads, n_hashes, d_head, n_buckets / 2)
@@ -411,7 +412,7 @@ class RoutingAttention(PatternAttention):
         seed: int = 0,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        rules.routing_settings(self, n_clusters, decay, seed)
+        check_settings(n_clusters=n_clusters, decay=decay, seed=seed)
         self.n_clusters, self.decay = int(n_clusters), float(decay)
         generator = torch.Generator().manual_seed(int(seed))
         centroids = F.normalize(torch.randn(num_heads, n_clusters, self.d_head, generator=generator), dim=-1)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import torch
 
+from .._validate.settings import check_settings
 from .._validate.variants import linear as rules
 from ..attention import MultiHeadAttention
 from ..utils import validated
@@ -307,7 +308,7 @@ class PerformerAttention(LinearAttention):
         orthogonal: bool = True,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        rules.performer_settings(self, n_features, orthogonal)
+        check_settings(n_features=n_features, orthogonal=orthogonal)
         self.n_features, self.orthogonal = int(n_features), orthogonal
         self.register_buffer("projection", random_projection(n_features, self.d_head, orthogonal))
 
