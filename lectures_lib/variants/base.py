@@ -28,7 +28,10 @@ A :class:`PatternAttention` is a variant with one step changed, ``attend``. A su
 * :meth:`PatternAttention.efficient_attend` ``(q, k, v, key_mask, need_weights, dropout_p)``: the
   same attention computed without the ``n x n`` matrix, with an optional key-padding mask
   ``key_mask`` ``(batch|1, heads|1, n)`` (True = this key may be attended to); it returns
-  ``(out, weights or None)``.
+  ``(out, weights or None)``;
+* optionally two hooks: :meth:`PatternAttention.keys` (the keys the queries meet; Reformer ties
+  them to the queries) and :meth:`PatternAttention.cells` (the dense path's cells, ``pattern &
+  mask``; Reformer drops a query's own key after the mask).
 
 **Masks of a pattern module.** The ``forward`` mask is combined with the pattern by ``&``. A mask
 that is the same for every query (key padding) is folded into the efficient path. Any other mask
@@ -148,13 +151,25 @@ class PatternAttention(AttentionVariant):
         """``attend`` without the ``n x n`` matrix (weights ``n x n`` only if asked for)."""
         raise NotImplementedError
 
+    def keys(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """The keys the queries are compared with, ``(batch, heads, n, d_head)``: ``k`` itself.
+        A hook: Reformer ties them to the queries (shared QK)."""
+        return k
+
+    def cells(self, q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """The cells of the dense path: :meth:`pattern` ``& mask`` (bool, broadcasting to
+        ``(batch, heads, n, n)``). A hook: Reformer applies its self rule after the mask."""
+        allowed = self.pattern(q, k)
+        return allowed if mask is None else allowed & mask.to(q.device)
+
     def attend(self, q, k, v, mask, need_weights):
+        k = self.keys(q, k)  # (batch, heads, n, d_head)
         key_mask, kind = split_mask(mask, q.shape[-2], k.shape[-2])
         if kind == "keys":
             key_mask = None if key_mask is None else key_mask[..., 0, :]  # (b|1, h|1, n)
             return self.efficient_attend(q, k, v, key_mask, need_weights, self.dropout_p)
         # A mask with a query dimension is already n x n: dense attention under pattern & mask.
-        combined = self.pattern(q, k) & mask.to(q.device)  # (batch|1, heads|1, n, n)
+        combined = self.cells(q, k, mask)  # (batch|1, heads|1, n, n)
         if need_weights:
             return scaled_dot_product_attention(q, k, v, combined, self.dropout_p)
         return fused_attention(q, k, v, combined, self.dropout_p), None
