@@ -9,8 +9,9 @@ cluster; every other cell is set to 0 (it would have been small anyway).
   usually land in the same bucket; with one random hyperplane the probability is
   :math:`1 - \theta / \pi`.
 * :func:`kmeans`: the (spherical) k-means of the Routing Transformer (Roy et al. 2021).
-* :func:`clustered_attention`: the engine. Positions are *sorted by cluster* and every cluster is
-  cut into a padded chunk, so each cluster is one small dense attention:
+* :func:`clustered_attention`: positions are *sorted by cluster* and every cluster is cut into a
+  padded chunk, so each cluster is one small dense attention (the grouped-attention engine of
+  :mod:`._groups`, shared with :mod:`.chunked`):
   :math:`C \cdot B_q \cdot B_k` scores (:math:`B` = largest cluster): about :math:`N^2 / C` when
   the clusters are balanced, but up to :math:`N^2` when one cluster holds most vectors (LSH
   buckets are unbalanced; Reformer's equal-size chunks and Routing's balanced clusters trade
