@@ -60,8 +60,8 @@ def _as_4d(mask: torch.Tensor) -> torch.Tensor:
 def split_mask(mask: torch.Tensor | None, n_q: int, n_k: int) -> tuple[torch.Tensor | None, str]:
     """The one mask classifier of the variants: ``(key_mask, kind)`` for a checked bool mask.
 
-    * ``"keys"``: the same keys for every query (key padding, or no mask); ``key_mask``
-      ``(batch | 1, heads | 1, 1, n_k)`` says which (None: all of them);
+    * ``"keys"``: the same keys for every query (key padding, or no mask); the key row
+      ``key_mask`` ``(batch | 1, heads | 1, n_k)`` says which (None: all of them);
     * ``"causal"``: on top of ``key_mask``, query ``i`` sees only keys ``j <= i``;
     * ``"full"``: anything else (a band, a different padding per query); ``key_mask`` is None.
     """
@@ -69,23 +69,23 @@ def split_mask(mask: torch.Tensor | None, n_q: int, n_k: int) -> tuple[torch.Ten
         return None, "keys"
     mask = _as_4d(mask)
     if mask.shape[-2] <= 1:  # one row for every query (or no query at all)
-        return (mask if mask.shape[-2] == 1 else None), "keys"
-    last_row = mask[..., -1:, :]  # (batch | 1, heads | 1, 1, n_k): the query that may see most
-    if torch.equal(mask, last_row.expand_as(mask)):
-        return last_row, "keys"
+        return (mask[..., 0, :] if mask.shape[-2] == 1 else None), "keys"
+    key_row = mask[..., -1, :]  # (batch | 1, heads | 1, n_k): the query that may see most
+    if torch.equal(mask, key_row[..., None, :].expand_as(mask)):
+        return key_row, "keys"
     if n_q == n_k:
         lower = torch.ones(n_q, n_k, dtype=torch.bool, device=mask.device).tril()  # (n, n)
-        if torch.equal(mask, (last_row & lower).expand_as(mask)):
-            return last_row, "causal"
+        if torch.equal(mask, (key_row[..., None, :] & lower).expand_as(mask)):
+            return key_row, "causal"
     return None, "full"
 
 
 def zero_masked_keys(key_mask, k, v):
-    """Zero the keys and values that ``key_mask`` ``(.., 1, n_k)`` hides, so that they cannot
+    """Zero the keys and values that ``key_mask`` ``(.., n_k)`` hides, so that they cannot
     leak into a mixture of keys (whatever the padding holds)."""
     if key_mask is None:
         return k, v
-    keep = key_mask.transpose(-2, -1)  # (batch | 1, heads | 1, n_k, 1)
+    keep = key_mask[..., None]  # (batch | 1, heads | 1, n_k, 1)
     return torch.where(keep, k, torch.zeros_like(k)), torch.where(keep, v, torch.zeros_like(v))
 
 
@@ -165,8 +165,7 @@ class PatternAttention(AttentionVariant):
     def attend(self, q, k, v, mask, need_weights):
         k = self.keys(q, k)  # (batch, heads, n, d_head)
         key_mask, kind = split_mask(mask, q.shape[-2], k.shape[-2])
-        if kind == "keys":
-            key_mask = None if key_mask is None else key_mask[..., 0, :]  # (b|1, h|1, n)
+        if kind == "keys":  # key_mask: (batch | 1, heads | 1, n) or None
             return self.efficient_attend(q, k, v, key_mask, need_weights, self.dropout_p)
         # A mask with a query dimension is already n x n: dense attention under pattern & mask.
         combined = self.cells(q, k, mask)  # (batch|1, heads|1, n, n)
