@@ -157,7 +157,7 @@ class CompressedAttention(AttentionVariant):
         if key_mask is not None:
             pad = -n_k % self.stride
             windows = F.pad(key_mask, (0, pad)).unflatten(-1, (-1, self.stride))  # (.., n_c, s)
-            compressed_mask = windows.any(dim=-1)  # (batch | 1, heads | 1, 1, n_c)
+            compressed_mask = windows.any(dim=-1)[..., None, :]  # (batch | 1, heads | 1, 1, n_c)
         out, _ = scaled_dot_product_attention(
             q, compressed_keys, compressed_values, compressed_mask, self.dropout_p
         )  # (batch, heads, n_q, d_head)

@@ -127,7 +127,7 @@ class SinkhornAttention(AttentionVariant):
         n_blocks = -(-n // self.block_size)  # ceil(n / b)
         valid = torch.ones(1, 1, n, dtype=torch.bool, device=q.device)  # (1, 1, n)
         if key_mask is not None:
-            valid = valid & key_mask[..., 0, :]  # (batch | 1, heads | 1, n)
+            valid = valid & key_mask  # (batch | 1, heads | 1, n)
         keep = valid[..., None]  # (batch | 1, heads | 1, n, 1)
         # Padded positions are zeroed so that their content cannot reach the sorting or the keys.
         q_blocks = self._blocks(q, n_blocks)  # (batch, heads, n_b, b, d)
