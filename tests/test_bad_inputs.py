@@ -775,6 +775,14 @@ ROWS += [
     R(explorer.AttentionExplorer, "no views", lambda: explorer.AttentionExplorer([]), TypeError, "views must be a non-empty list"),
 ]
 
+# Issue 40: a "predict first" experiment waits for the prediction.
+from lectures_lib import predict  # noqa: E402
+
+ROWS += [
+    R(predict.after_prediction, "a prediction that is not a function", lambda: predict.after_prediction("my guess", lambda: None), TypeError, "prediction must be a function"),
+    R(predict.after_prediction, "an experiment that is not a function", lambda: predict.after_prediction(lambda: "x", None), TypeError, "experiment must be a function"),
+]
+
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {

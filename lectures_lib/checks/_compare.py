@@ -10,6 +10,7 @@ answer matches. Used by the exercises of sections 01-05 (``additive``, ``padding
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -54,8 +55,9 @@ class Probe:
     args: tuple
     kwargs: dict = field(default_factory=dict)
 
-    def describe(self) -> str:
-        return f"{self.title} ({describe_args(self.args, self.kwargs)})"
+    def describe(self, names: Sequence[str] = ()) -> str:
+        """The title and every argument's dtype and shape, named by ``names`` (the parameters)."""
+        return f"{self.title} ({describe_args(self.args, self.kwargs, names)})"
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,9 @@ class Wrong:
     function: Callable
 
 
-def describe_args(args: Sequence, kwargs: dict | None = None) -> str:
+def describe_args(args: Sequence, kwargs: dict | None = None, names: Sequence[str] = ()) -> str:
+    """``q float32 (3, 4), k float32 (5, 6), mask=bool (3, 5)``: each argument with its name
+    (``names``, in order; an argument past them is shown unnamed), dtype and shape."""
     def one(value) -> str:
         if isinstance(value, torch.Tensor):
             kind = str(value.dtype).replace("torch.", "")
@@ -76,7 +80,9 @@ def describe_args(args: Sequence, kwargs: dict | None = None) -> str:
             return getattr(value, "__name__", type(value).__name__)
         return repr(value)
 
-    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
+    labels = [*names[: len(args)], *[""] * max(0, len(args) - len(names))]
+    parts = [(f"{label} " if label else "") + one(a) for label, a in zip(labels, args)]
+    parts += [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
     return ", ".join(parts)
 
 
@@ -111,6 +117,7 @@ def compare(
     ``reference(*args, **kwargs)`` returns the same number of tensors. ``hint`` closes the
     message of a difference the catalogue does not recognise.
     """
+    parameters = _parameter_names(reference)
     for probe in probes:
         try:
             _compare_one(student_fn, probe, reference, catalogue, names, hint)
@@ -118,10 +125,21 @@ def compare(
             if mistake.code in (NOT_IMPLEMENTED,):
                 raise
             if mistake.code == TIMED_OUT:
-                raise Mistake(mistake.code, f"{mistake} Seen on {probe.describe()}.") from None
+                raise Mistake(mistake.code,
+                              f"{mistake} Seen on {probe.describe(parameters)}.") from None
             raise Mistake(
-                mistake.code, str(mistake).rstrip(".") + f". Seen on {probe.describe()}."
+                mistake.code, str(mistake).rstrip(".") + f". Seen on {probe.describe(parameters)}."
             ) from None
+
+
+def _parameter_names(function: Callable) -> tuple[str, ...]:
+    """The positional parameters of the reference (the names the exercise gives the arguments)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in parameters
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _unpack(result, names: Sequence[str], expected: tuple) -> tuple:
