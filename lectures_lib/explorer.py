@@ -11,7 +11,7 @@ notebook and on the static site (``make site``).
   the HTML itself, so a viewer that runs no script still shows a correct picture: GitHub's
   notebook viewer, or JupyterLab opening a stored notebook that is not *trusted*. JupyterLab
   runs the script of a stored output only in a trusted notebook: the copies the course writes
-  for a learner (``make lab-student``, ``python -m lectures_lib copy``) are trusted for that
+  for a learner (``make lab-student``, ``python -m course_tools copy``) are trusted for that
   learner (:func:`course_tools.publish.copy.trust_notebooks`), so there it is live at once;
   elsewhere the static view says so in one line (:data:`STATIC_HINT`: run the cell, or
   ``jupyter trust`` the notebook). Beside it, the notebooks also keep a static PNG of the

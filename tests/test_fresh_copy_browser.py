@@ -1,6 +1,6 @@
 """The attention explorer is live in a learner's fresh copy, without re-running (issue 40).
 
-A learner who has never run the notebook opens their copy (``python -m lectures_lib lab --dir
+A learner who has never run the notebook opens their copy (``python -m course_tools lab --dir
 DIR --student``, what an installed course runs; ``make lab-student`` writes its copies the same
 way) in JupyterLab, in a real browser (Debian's Chromium driven by Playwright). JupyterLab shows
 a stored output's styles and script only in a notebook it trusts: the course signs the copies it

@@ -8,7 +8,7 @@ import re
 import nbformat
 import pytest
 
-from lectures_lib.tooling.course import course_files
+from lectures_lib.course import course_files
 
 LINKED = ["01_self_attention", "02_multi_head_attention", "03_positional_encoding",
           "04_transformer_encoder", "05_transformer_decoder"]

@@ -1,6 +1,6 @@
 """The learner's student copies, in every edition, keep the lecture's teaching outputs (issue 40).
 
-``python -m lectures_lib copy DIR --student --lang zh-TW`` once cleared every code cell's output,
+``python -m course_tools copy DIR --student --lang zh-TW`` once cleared every code cell's output,
 because the exercise section's heading was matched in English only (``## 练习`` / ``## 練習`` were
 not found, and every code cell then counted as an exercise). Here the lecture's part of each
 notebook is found without the tool's own heading rule: every code cell above the ``## `` heading
