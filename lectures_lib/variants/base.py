@@ -17,8 +17,9 @@ class body what it supports:
 Anything outside what it supports (a mask it cannot honour, a sequence longer than its
 ``seq_len``, an input whose dtype is not the module's) is **refused at the door** with an error
 naming the argument, what was expected and what was given; nothing is silently approximated.
-The checks live in ``lectures_lib/_validate/variants/`` (one file per variant file); the
-methods here hold the maths.
+The checks live in ``lectures_lib/_validate/variants/`` (one file per variant file that has
+more than settings; a constructor's settings go through the one rule,
+``_validate/settings.check_settings``); the methods here hold the maths.
 
 A :class:`PatternAttention` is a variant with one step changed, ``attend``. A subclass says:
 
