@@ -454,8 +454,9 @@ def plot(results: dict, path: Path, ceiling: float | None = None) -> None:
                   + ("; all timed together, one thread)" if together else ")"))
     ax.set_ylabel("held-out accuracy (marker: mean over seeds; ticks: each seed)")
     ax.set_ylim(0, 1.05)
+    width = f"d_model {settings['d_model']}, " if "d_model" in settings else ""
     ax.set_title(f"{settings['task']} task, N = {settings['seq_len']}, {settings['layers']} layers, "
-                 f"d_model {settings['d_model']}, {settings['steps']} steps of "
+                 f"{width}{settings['steps']} steps of "
                  f"{settings['batch_size']}\none CPU thread; marker area ~ peak memory", fontsize=9)
     handles, names = ax.get_legend_handles_labels()
     key.legend(handles, names, loc="lower left", fontsize=7, frameon=False)  # families, below the key
