@@ -201,7 +201,9 @@ def accuracy(model, data, batch_size: int = 256) -> float:
     return correct / len(labels)
 
 
-def run(name, cls, overrides, args, seed, train, test, progress) -> dict:
+def run(name, cls, overrides, args, seed, train, test, progress, keep_model: bool = False) -> dict:
+    """Train one (variant, seed) with the stored recipe; its accuracies, loss and speed (and, with
+    ``keep_model``, the trained model under ``"model"``)."""
     model = build_model(name, cls, overrides, args, seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     scheduler = lr_schedule(optimizer, args.steps, args.schedule, args.warmup)
@@ -230,6 +232,7 @@ def run(name, cls, overrides, args, seed, train, test, progress) -> dict:
     seconds = time.perf_counter() - start
     tail = losses[-max(1, args.steps // 10):]
     return {
+        **({"model": model} if keep_model else {}),
         "accuracy": accuracy(model, test),
         "train_accuracy": accuracy(model, tuple(x[: len(test[2])] for x in train)),
         "final_loss": sum(tail) / len(tail),
@@ -238,6 +241,68 @@ def run(name, cls, overrides, args, seed, train, test, progress) -> dict:
         "steps_per_s": 1.0 / sorted(step_times)[len(step_times) // 2],
         "load_average": os.getloadavg()[0],
     }
+
+
+@torch.no_grad()
+def predictions(model, data, batch_size: int = 256) -> torch.Tensor:
+    """The model's class for every expression of ``data`` ``(n,)``."""
+    model.eval()
+    tokens, mask, _ = data
+    return torch.cat([pooled(model, tokens[i : i + batch_size], mask[i : i + batch_size]).argmax(-1)
+                      for i in range(0, len(tokens), batch_size)])
+
+
+def agreement_with_rule(predicted: torch.Tensor, train, test) -> dict:
+    """How often ``predicted`` (the model's classes on ``test``) equals the root-operator rule's
+    answer, overall and per root operator, beside the model's and the rule's accuracy there: an
+    accuracy equal to the rule's does not say that the model answers as the rule does."""
+    _, rule_labels = root_operator_rule(train, test)
+    roots, labels = test[0][:, 0], test[2]
+    by_token = {name: LISTOPS_TOKENS.index(name) for name in rule_labels}
+    rule = torch.tensor([rule_labels[LISTOPS_TOKENS[int(op)]] for op in roots])  # (n,)
+    per_operator = {}
+    for name, token in by_token.items():
+        here = roots == token
+        per_operator[name] = {
+            "n": int(here.sum()),
+            "agreement": float((predicted[here] == rule[here]).double().mean()),
+            "model_accuracy": float((predicted[here] == labels[here]).double().mean()),
+            "rule_accuracy": float((rule[here] == labels[here]).double().mean()),
+        }
+    return {"agreement": float((predicted == rule).double().mean()),
+            "accuracy": float((predicted == labels).double().mean()),
+            "rule_accuracy": float((rule == labels).double().mean()),
+            "per_operator": per_operator}
+
+
+def agreement(args, train, test) -> None:
+    """``--agreement``: train the (variant, seed) runs named by ``--only`` and ``--seeds`` again
+    with the stored recipe and store, per root operator, how often each model answers what the
+    root-operator rule answers, in ``--agreement-json`` (resumable: one row per run)."""
+    path = args.agreement_json
+    results = json.loads(path.read_text()) if path.exists() else {}
+    if results.get("settings") != settings_of(args):
+        results = {"settings": settings_of(args), "rows": {}}
+    results["environment"] = (f"torch {torch.__version__}, {platform.machine()}, "
+                              f"{args.threads} thread(s), {os.cpu_count()} cores (shared)")
+    todo = [(seed, row) for seed in args.seeds for row in variants_to_run(args)
+            if f"{row[1]} / seed {seed}" not in results["rows"]]
+    progress = tqdm(total=len(todo) * args.steps, unit="step", mininterval=30, file=sys.stdout)
+    for seed, (name, label, family, cls, overrides) in todo:
+        progress.set_description(f"{label} / seed {seed}")
+        row = run(name, cls, overrides, args, seed, train, test, progress, keep_model=True)
+        found = agreement_with_rule(predictions(row.pop("model"), test), train, test)
+        results["rows"][f"{label} / seed {seed}"] = {
+            "label": label, "family": family, "cls": name, "seed": seed, **found,
+            "train_seconds": row["train_seconds"]}
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(results, indent=1) + "\n")
+        temporary.replace(path)
+        tqdm.write(f"{label} / seed {seed}: accuracy {found['accuracy']:.3f}, agreement with the "
+                   f"rule {found['agreement']:.3f}: " + ", ".join(
+                       f"{op} {v['agreement']:.2f}" for op, v in found["per_operator"].items()),
+                   file=sys.stdout)
+    progress.close()
 
 
 def store(results: dict, path: Path) -> dict:
@@ -368,6 +433,10 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true",
                         help="print the README's table of --json's runs and stop (no training)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--agreement", action="store_true",
+                        help="train the runs named by --only/--seeds again and store how often "
+                             "each answers as the root-operator rule, per root operator")
+    parser.add_argument("--agreement-json", type=Path, default=HERE / "listops_agreement.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.markdown:
@@ -377,6 +446,10 @@ def main() -> None:
         plot(json.loads(args.json.read_text()), args.plot or HERE / "listops.png")
         return
 
+    if args.agreement:
+        agreement(args, listops_task(args.n_train, args.max_len, min_len=args.min_len, seed=0),
+                  listops_task(args.n_test, args.max_len, min_len=args.min_len, seed=1))
+        return
     settings = settings_of(args)
     results = {"settings": settings, "rows": {}}
     if args.json.exists():

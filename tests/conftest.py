@@ -138,6 +138,7 @@ SLOW_FILES = {"tests/test_vision.py", "tests/test_copy_task.py",
 SLOW_TESTS = {  # node ids without parameters
     "tests/test_architecture.py::test_every_module_imports_alone_in_a_fresh_interpreter",
     "tests/test_training.py::test_fit_seed_repeats_across_processes",
+    "tests/test_fonts.py::test_07_executed_without_a_cjk_font_prints_no_findfont_warning",
     "tests/test_models.py::test_a_variant_trains_in_every_attention_slot_of_the_transformer",
     "tests/test_models.py::test_a_variant_written_against_the_seam_trains_in_encoder_tagger",
     "tests/test_kv_cache.py::test_decoders_never_emit_padding_or_begin_and_width_one_is_greedy",

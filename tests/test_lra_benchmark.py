@@ -145,3 +145,32 @@ def test_long_range_picture_draws_every_seed_and_the_ceiling(tmp_path, monkeypat
     assert ticks == pytest.approx([0.7, 0.8, 0.9]), "a tick at each of full's three seeds"
     dashed = [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"]
     assert dashed == pytest.approx([0.28]), "the ceiling, dashed"
+
+
+def test_the_closing_picture_takes_longformer_and_big_bird_with_the_global_token_on_the_query(tmp_path):
+    """long_range.closing_picture: the on-query runs (every seed) replace the registry's rows of
+    Longformer and Big Bird, at those rows' cost; other settings or no file change nothing."""
+    import json
+
+    import long_range
+
+    settings = {"task": "binding", "seq_len": 8, "seed": 0}
+    cost = {"steps_per_s": 4.0, "peak_mib": 150.0, "family": "human knowledge"}
+    results = {"settings": settings,
+               "rows": {"full": {"accuracy": 0.9, "cls": "MultiHeadAttention"},
+                        "Longformer": {**cost, "accuracy": 0.25, "cls": "LongformerAttention"}},
+               "seed_rows": {"Longformer": {"1": {"accuracy": 0.26}}}}
+    on_query = {"settings": settings,
+                "rows": {"Longformer (global on the query)": {"accuracy": 0.8, "steps_per_s": 1.0,
+                                                              "cls": "LongformerOnQuery"}},
+                "seed_rows": {"Longformer (global on the query)": {"1": {"accuracy": 0.6}}}}
+    path = tmp_path / "on_query.json"
+    path.write_text(json.dumps(on_query))
+    drawn = long_range.closing_picture(results, path)
+    assert list(drawn["rows"]) == ["full", "Longformer (global on the query)"], "same place"
+    row = drawn["rows"]["Longformer (global on the query)"]
+    assert row["accuracy"] == 0.8 and row["steps_per_s"] == 4.0 and row["peak_mib"] == 150.0
+    assert long_range.accuracies(drawn, "Longformer (global on the query)") == [0.8, 0.6]
+    path.write_text(json.dumps({**on_query, "settings": {**settings, "seq_len": 16}}))
+    assert long_range.closing_picture(results, path) == results, "other settings: unchanged"
+    assert long_range.closing_picture(results, tmp_path / "absent.json") == results

@@ -8,7 +8,7 @@ Modules: ``attention`` (section 01), ``heads`` and ``multi_head`` (02), ``positi
 ``transformer`` (04), ``masks`` (05); the graded exercises' checkers ``additive`` (01), ``padding`` (02), ``relative``
 (03), ``norms`` (04), ``decoder`` (05), ``variants`` (06: the streaming window, and the stride
 mask), ``windows`` (06: causal window attention, checked on memory), ``efficient`` (07:
-trigonometric random features), ``long_range`` (07: a model trained on the binding task) and
+trigonometric random features), ``long_range`` (07: a model trained on the binding task, the query-only rule) and
 ``trained`` (03-05: trained models
 on held-out data). Every check takes ``timeout=`` (seconds per
 call) and, for the hidden tests, ``hidden=True``.
@@ -23,7 +23,7 @@ from .efficient import *  # noqa: F401,F403
 from .efficient import __all__ as _efficient_all
 from .heads import *  # noqa: F401,F403
 from .heads import __all__ as _heads_all
-from .long_range import check_binding_model
+from .long_range import check_binding_model, check_query_rule
 from .masks import *  # noqa: F401,F403
 from .masks import __all__ as _masks_all
 from .multi_head import check_multi_head_attention
@@ -61,4 +61,5 @@ __all__ = [
     "check_reverse_translator",
     "check_causal_window_attention",
     "check_binding_model",
+    "check_query_rule",
 ]

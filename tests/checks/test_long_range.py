@@ -97,3 +97,64 @@ def test_a_training_function_is_called_once_and_may_return_a_module():
 
     assert check_binding_model(train).passed and check_binding_model(train, hidden=True).passed
     assert calls == [1]
+
+
+# --- check_query_rule (exercise 6): the query-only rule chosen on training data ------------------
+
+from lectures_lib.checks import check_query_rule  # noqa: E402
+from lectures_lib.checks.long_range import (  # noqa: E402
+    _in_sample,
+    _rule_probe,
+    query_rule_reference,
+)
+
+
+def loop_rule(train_tokens, train_labels, test_tokens, test_labels):
+    """Another correct solution: plain Python counting, collections.Counter for the mode."""
+    from collections import Counter
+
+    by_key = {}
+    for key, label in zip(train_tokens[:, -1].tolist(), train_labels.tolist(), strict=True):
+        by_key.setdefault(key, Counter())[label] += 1
+    majority = Counter(train_labels.tolist()).most_common(1)[0][0]
+    answer = {key: counts.most_common(1)[0][0] for key, counts in by_key.items()}
+    right = sum(answer.get(key, majority) == label
+                for key, label in zip(test_tokens[:, -1].tolist(), test_labels.tolist(), strict=True))
+    return right / len(test_labels)
+
+
+def test_query_rule_passes_correct_solutions_and_the_hidden_probes():
+    for solution in (query_rule_reference, loop_rule,
+                     lambda *probe: torch.tensor(query_rule_reference(*probe))):
+        assert check_query_rule(solution).passed
+        assert check_query_rule(solution, hidden=True).passed
+
+
+def test_query_rule_names_each_likely_mistake():
+    def majority(train_tokens, train_labels, test_tokens, test_labels):
+        return float((test_labels == torch.bincount(train_labels).argmax()).double().mean())
+
+    def seen_only(train_tokens, train_labels, test_tokens, test_labels):
+        seen = torch.isin(test_tokens[:, -1], train_tokens[:, -1])
+        return query_rule_reference(train_tokens, train_labels, test_tokens[seen], test_labels[seen])
+
+    cases = {
+        "rule_chosen_on_test": lambda a, b, c, d: _in_sample(c, d),
+        "rule_reads_first_token": lambda a, b, c, d: query_rule_reference(a.flip(1), b, c.flip(1), d),
+        "rule_ignores_query": majority,
+        "rule_unseen_query": seen_only,
+        "count_not_share": lambda *p: round(query_rule_reference(*p) * len(p[3])),
+        "wrong_return_type": lambda *p: [query_rule_reference(*p)],
+        "wrong_values": lambda *p: query_rule_reference(*p) + 0.01,
+    }
+    for code, wrong in cases.items():
+        result = check_query_rule(wrong)
+        assert not result.passed and result.mistake == code, (code, str(result))
+
+
+def test_query_rule_probes_separate_the_mistakes_and_hold_what_they_promise():
+    for case in ((300, 200, 12, 5, 4, 61), (500, 300, 40, 8, 6, 63)):
+        train_tokens, train_labels, test_tokens, test_labels = _rule_probe(*case)
+        assert not torch.isin(test_tokens[:, -1], train_tokens[:, -1]).all(), "an unseen query"
+        rule = query_rule_reference(train_tokens, train_labels, test_tokens, test_labels)
+        assert rule < _in_sample(test_tokens, test_labels), "held out, below the in-sample ceiling"

@@ -17,6 +17,7 @@ from lectures_lib.checks import (
     check_causal_window_attention,
     check_label_smoothing_loss,
     check_padded_self_attention,
+    check_query_rule,
     check_relative_position_attention,
     check_rms_norm,
     check_streaming_mask,
@@ -25,6 +26,7 @@ from lectures_lib.checks import (
 from lectures_lib.checks._base import SECRET_ENV, probe_seed, secret_fingerprint
 from lectures_lib.checks.additive import _probes, additive_attention_reference
 from lectures_lib.checks.decoder import beam_step_reference, label_smoothing_loss_reference
+from lectures_lib.checks.long_range import query_rule_reference
 from lectures_lib.checks.norms import rms_norm_reference
 from lectures_lib.checks.padding import padded_self_attention_reference
 from lectures_lib.checks.relative import relative_position_attention_reference
@@ -45,6 +47,7 @@ CORRECT = [
     (check_trig_features, stacked),
     (check_causal_window_attention, unfold_solution),
     (check_streaming_mask, _streaming),
+    (check_query_rule, query_rule_reference),
 ]
 
 

@@ -38,7 +38,7 @@ ASKED_FOR = {
     "04": {"rms_norm", "RMSNorm"},
     "05": {"label_smoothing_loss", "beam_step"},
     "06": {"streaming_mask"},
-    "07": {"trig_features"},
+    "07": {"trig_features", "query_rule_reference"},
 }
 # Lines this short, or these, say nothing about a solution (`return out, weights`, ...).
 MIN_LINE = 30
