@@ -193,7 +193,8 @@ def lsh_chunked_attention(
     if key_mask is not None:
         key_mask = key_mask.to(q.device).expand(*lead, n).reshape(batch, n)  # (B, n)
     out = attend_in_groups(
-        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v), groups,
+        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v),  # (B, n, d)
+        groups,
         key_mask=key_mask, scores=scores, dropout_p=dropout_p,
     )  # (B, n, d_v)
     return out.reshape(*lead, n, d_v)
@@ -304,7 +305,8 @@ def balanced_routing_attention(
     if key_mask is not None:
         key_mask = key_mask.to(q.device).expand(*lead, n).reshape(batch, n)  # (B, n)
     out = attend_in_groups(
-        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v), groups,
+        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v),  # (B, n, d)
+        groups,
         key_mask=key_mask, scores=scores, dropout_p=dropout_p,
     )  # (B, n, d_v)
     return out.reshape(*lead, n, d_v)

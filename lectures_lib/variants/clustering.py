@@ -276,7 +276,8 @@ def _chunked(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_weights
     if key_mask is not None:
         key_mask = key_mask.to(q.device).expand(*lead, n_k).reshape(batch, n_k)  # (B, n_k)
     result = attend_in_groups(
-        q.reshape(batch, n_q, -1), k.reshape(batch, n_k, -1), v.reshape(batch, n_k, -1), groups,
+        q.reshape(batch, n_q, -1), k.reshape(batch, n_k, -1), v.reshape(batch, n_k, -1),
+        groups,  # q, k, v: (B, n_q | n_k, d)
         key_mask=key_mask, scores=scores, dropout_p=dropout_p, cells=None,
         need_weights=need_weights,
     )  # (B, n_q, d_v) [, (B, n_q, n_k)]
