@@ -13,6 +13,8 @@ import sys
 import tokenize
 from pathlib import Path
 
+import pytest
+
 import course_tools
 import lectures_lib
 
@@ -122,6 +124,7 @@ def _third_party_imports() -> set[str]:
     return {name for name in found if name.split(".")[0] not in ("lectures_lib", "course_tools")}
 
 
+@pytest.mark.slow
 def test_every_module_imports_alone_in_a_fresh_interpreter():
     """One interpreter loads the third-party packages the library imports (torch, numpy,
     matplotlib, ...), then forks once per module: each child imports that module first (no other
@@ -264,6 +267,7 @@ def test_lectures_lib_imports_nothing_of_the_tools():
                                and n.args}) == {"course_tools.cli"}, "the scan reads"
 
 
+@pytest.mark.slow
 def test_importing_the_whole_library_loads_no_tool():
     """At import time: every module of ``lectures_lib`` imported in one fresh interpreter, and
     no module of ``course_tools`` is loaded."""

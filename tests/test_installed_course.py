@@ -33,6 +33,8 @@ import pytest
 from course_tools.publish.exercises import release_notebook
 from lectures_lib.course import SHIPPED
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = sysconfig.get_paths()["purelib"]
 ENGLISH = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))

@@ -37,6 +37,8 @@ from lectures_lib.checks.trained import REVERSE_VOCAB_SIZE, check_reverse_transl
 from lectures_lib.models import Transformer
 from tests.tooling.test_grading import COURSE, NAME, _submission
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(sandbox.sandbox_problem() is not None,
                                    reason=f"no sandbox here: {sandbox.sandbox_problem()}")
