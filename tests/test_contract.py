@@ -1,4 +1,7 @@
-"""Adversarial tests of the course's *contract* (COURSE_SPEC.md, "Contract").
+"""Adversarial tests of the course's *contract*: the names, shapes, masks and mistakes that
+README.md states ("The library: `lectures_lib`", the paragraph "Conventions (the course's
+contract)"), written from the project's specification (``../shared/COURSE_SPEC.md`` beside the
+repository, not in it: section "Contract: names the tests, notebooks and exercises rely on").
 
 Everything here is checked against references written independently of the library: float64
 attention by einsum and by explicit loops, sinusoid tables from the formula, masks from
