@@ -154,7 +154,9 @@ def _make_variables() -> set[str]:
 
 
 def _make_help() -> list[str]:
-    """The ``make X`` lines ``make help`` prints."""
+    """The ``make X`` lines ``make help`` prints (none without make: those tests skip)."""
+    if shutil.which("make") is None:
+        return []
     shown = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True,
                            text=True, timeout=60, check=True).stdout
     return re.findall(MAKE, shown)
