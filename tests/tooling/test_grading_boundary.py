@@ -186,7 +186,7 @@ def test_a_dtype_name_is_never_looked_up_on_a_module():
 def test_a_hostile_worker_reply_that_decodes_large_is_refused(payload):
     make = {"stride0": "('t', torch.zeros(1).expand(2**14, 2**14))",
             "shared": "('L', [('t', torch.zeros(2**18))] * 400)"}[payload]
-    cells = ["import time, torch\nfrom course_tools import wire\n"
+    cells = ["import time, torch\nfrom course_tools.grading.sandbox import wire\n"
              "def answer(*args):\n"
              f"    wire.write_frame(4, {{'ok': {make}}})\n"
              "    time.sleep(60)\n"]
