@@ -268,6 +268,23 @@ def test_lectures_lib_imports_nothing_of_the_tools():
 
 
 @pytest.mark.slow
+def test_the_tools_use_only_public_modules_of_the_library():
+    """The grader reaches the checkers through their one interface (``lectures_lib.checks.grader``:
+    the secret, the task variant, the time limits), never through a private module
+    (``checks._base``, ``checks._secrets``, ``_validate``, ...)."""
+    private = {}
+    for name, path in TOOL_MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = {each for each in _imported_names(path, package)
+                 if each.split(".")[0] == "lectures_lib"
+                 and any(part.startswith("_") for part in each.split("."))}
+        if found:
+            private[name] = sorted(found)
+    assert private == {}
+    assert "lectures_lib.checks.grader.SECRET_ENV" in _imported_names(
+        TOOL_MODULES["course_tools.grading._collect"], "course_tools.grading"), "the scan reads"
+
+
 def test_importing_the_whole_library_loads_no_tool():
     """At import time: every module of ``lectures_lib`` imported in one fresh interpreter, and
     no module of ``course_tools`` is loaded."""
