@@ -90,7 +90,7 @@ lab-student: $(LAB_STAMP)
 test: $(STAMP)
 	$(BIN)/python -m course_tools test --workers $(WORKERS)
 
-# The system tier (tests/conftest.py, SYSTEM_FILES): about 20 minutes on 2 cores; .ci/run runs it
+# The system tier (the tests marked system, tests/conftest.py): about 20 minutes on 2 cores; .ci/run runs it
 # after make test. Its tests need the system packages (make system-deps) and skip without them.
 test-system: $(STAMP)
 	$(BIN)/python -m course_tools test system --workers $(WORKERS)
@@ -118,7 +118,7 @@ system-deps:
 	echo "== installed: $(SYSTEM_PACKAGES) configurable-http-proxy"
 
 # The edit-test loop (under a minute on 2 cores): lint, then the unit tests not marked slow
-# (training, notebook execution, sandboxed grading, the browser: tests/conftest.py, SLOW).
+# (training, notebook execution, sandboxed grading, the browser: marked slow in their files, tests/conftest.py).
 quick: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "not slow" -n $(WORKERS) tests
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from course_tools import ROOT, CloneRequired, clone_root
 
 TEST_PARTS = ("lint", "unit", "nbval")  # `make test`, in this order
-# `make test-system` (tests/conftest.py, SYSTEM_FILES): grading in the sandbox, nbgrader, the
+# `make test-system` (the tests marked system, tests/conftest.py): grading in the sandbox, nbgrader, the
 # browser, the hub, the wheel in a fresh environment; not part of `test` without parts
 ALL_PARTS = (*TEST_PARTS, "system")
 # Commands with their own option parsers: everything after the name is handed over untouched

@@ -111,58 +111,24 @@ def require_system_package(package: str, *, module_level: bool = False) -> None:
 
 
 # ---- the tiers: `make quick` (-m "not slow"), `make test` (-m "not system"), `make test-system` --
-# The system tier runs the course as a system: it grades whole notebooks in the sandbox, drives
-# nbgrader, Chromium, JupyterLab or JupyterHub, builds the wheel into a fresh environment, starts a
-# Dask cluster, executes notebooks through the tooling, or needs a system package pip cannot
-# install (every system_package test). `make test` runs everything else (minutes on 2 cores);
-# `make test-system` runs this tier, and CI (.ci/run) runs both. Where the time goes:
-# benchmarks/README.md, "The test suite".
-SYSTEM_FILES = {
-    "tests/test_browser.py", "tests/test_explorer_browser.py", "tests/test_hub_browser.py",
-    "tests/test_installed_course.py", "tests/test_packaging.py",
-    "tests/tooling/test_nbgrader.py", "tests/tooling/test_nbgrader_sandbox.py",
-    "tests/tooling/test_grading.py", "tests/tooling/test_grading_attacks.py",
-    "tests/tooling/test_grading_boundary.py", "tests/tooling/test_grading_cluster.py",
-    "tests/tooling/test_grading_fair_share.py", "tests/tooling/test_grading_measured_in_sandbox.py",
-    "tests/tooling/test_grading_orphans.py", "tests/tooling/test_grading_rules.py",
-    "tests/tooling/test_grading_secret.py", "tests/tooling/test_grading_trained.py",
-    "tests/tooling/test_grading_host.py", "tests/tooling/test_sandbox_kernel.py",
-    "tests/tooling/test_fresh_machine.py", "tests/tooling/test_exercises.py",
-    "tests/tooling/test_exercises_graded.py", "tests/tooling/test_lab.py",
-    "tests/tooling/test_notebooks.py", "tests/tooling/test_main.py", "tests/tooling/test_site.py",
-}
-# The slow tier (`make quick` skips it): the system tier, the files whose tests train models, and
-# single slow tests elsewhere (each over about 3 s in `pytest --durations`).
-SLOW_FILES = {"tests/test_vision.py", "tests/test_copy_task.py",
-              "tests/checks/test_trained_rebuild.py"}
-SLOW_TESTS = {  # node ids without parameters
-    "tests/test_architecture.py::test_every_module_imports_alone_in_a_fresh_interpreter",
-    "tests/test_training.py::test_fit_seed_repeats_across_processes",
-    "tests/test_fonts.py::test_07_executed_without_a_cjk_font_prints_no_findfont_warning",
-    "tests/test_models.py::test_a_variant_trains_in_every_attention_slot_of_the_transformer",
-    "tests/test_models.py::test_a_variant_written_against_the_seam_trains_in_encoder_tagger",
-    "tests/test_kv_cache.py::test_decoders_never_emit_padding_or_begin_and_width_one_is_greedy",
-    "tests/checks/test_messages.py::test_a_kernel_running_a_chinese_notebook_gets_chinese_verdicts",
-    "tests/checks/test_windows.py::test_correct_forms_pass_visible_and_hidden",
-    "tests/checks/test_windows.py::test_dense_solution_is_right_but_fails_on_memory",
-    "tests/data/test_digits.py::test_the_real_digits_are_loaded_and_scaled",
-    "tests/variants/test_synthesizer.py::test_random_synthesizer_cannot_do_content_dependent_retrieval",
-    "tests/variants/test_synthesizer.py::test_synthesizers_train_through_the_factory_where_a_fixed_pattern_suffices",
-    "tests/variants/test_low_rank.py::test_low_rank_trains_through_the_factory",
-    "tests/variants/test_linear.py::test_linear_modules_train_through_the_factory",
-    "tests/variants/test_linear.py::test_causal_linear_attention_memory_is_o_n",
-    "tests/variants/test_sinkhorn.py::test_sinkhorn_attention_trains_through_the_factory",
-    "tests/variants/test_every_variant.py::test_trains_through_the_factory_in_an_encoder_tagger",
-}
+# A test's tier is a marker set where the test is written, so it follows the test when the test is
+# renamed or moved: `pytestmark = pytest.mark.system` (or `.slow`) at the top of a file, or
+# `@pytest.mark.slow` on one test.
+# - system: the course run as a system: it grades whole notebooks in the sandbox, drives nbgrader,
+#   Chromium, JupyterLab or JupyterHub, builds the wheel into a fresh environment, starts a Dask
+#   cluster, executes notebooks through the tools, or needs a system package pip cannot install
+#   (every `system_package` test is system, by the rule below). `make test` runs everything else
+#   (minutes on 2 cores); `make test-system` runs this tier, and CI (.ci/run) runs both;
+# - slow (`make quick` skips it): every system test, and the tests that train models or take
+#   more than about 3 s in `pytest --durations`.
+# Where the time goes: benchmarks/README.md, "The test suite".
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        path, _, name = item.nodeid.partition("::")
-        system = path in SYSTEM_FILES or item.get_closest_marker("system_package") is not None
-        if system:
+        if item.get_closest_marker("system_package") is not None:
             item.add_marker(pytest.mark.system)
-        if system or path in SLOW_FILES or f"{path}::{name.split('[')[0]}" in SLOW_TESTS:
+        if item.get_closest_marker("system") is not None:
             item.add_marker(pytest.mark.slow)
 
 
@@ -198,7 +164,7 @@ def pytest_terminal_summary(terminalreporter):
         # (under xdist the deselected items stay on the workers: the expression says it)
         terminalreporter.write_line(
             "not run by this command: the system tier (sandboxed grading, nbgrader, the browser, "
-            "the hub, the installed wheel: tests/conftest.py, SYSTEM_FILES); `make test-system` "
+            "the hub, the installed wheel: the tests marked system); `make test-system` "
             "runs it (CI runs both)", yellow=True, bold=True,
         )
     if counts:

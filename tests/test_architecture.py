@@ -13,6 +13,8 @@ import sys
 import tokenize
 from pathlib import Path
 
+import pytest
+
 import course_tools
 import lectures_lib
 
@@ -123,6 +125,7 @@ def _third_party_imports() -> set[str]:
     return {name for name in found if name.split(".")[0] not in ("lectures_lib", "course_tools")}
 
 
+@pytest.mark.slow
 def test_every_module_imports_alone_in_a_fresh_interpreter():
     """One interpreter loads the third-party packages the library imports (torch, numpy,
     matplotlib, ...), then forks once per module: each child imports that module first (no other
@@ -265,6 +268,24 @@ def test_lectures_lib_imports_nothing_of_the_tools():
     lazy = ast.parse("def f():\n    import importlib\n    importlib.import_module('course_tools.cli')")
     assert _reaches_the_tools({n.args[0].value for n in ast.walk(lazy) if isinstance(n, ast.Call)
                                and n.args}) == {"course_tools.cli"}, "the scan reads"
+
+
+@pytest.mark.slow
+def test_the_tools_use_only_public_modules_of_the_library():
+    """The grader reaches the checkers through their one interface (``lectures_lib.checks.grader``:
+    the secret, the task variant, the time limits), never through a private module
+    (``checks._base``, ``checks._secrets``, ``_validate``, ...)."""
+    private = {}
+    for name, path in TOOL_MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = {each for each in _imported_names(path, package)
+                 if each.split(".")[0] == "lectures_lib"
+                 and any(part.startswith("_") for part in each.split("."))}
+        if found:
+            private[name] = sorted(found)
+    assert private == {}
+    assert "lectures_lib.checks.grader.SECRET_ENV" in _imported_names(
+        TOOL_MODULES["course_tools.grading._collect"], "course_tools.grading"), "the scan reads"
 
 
 def test_importing_the_whole_library_loads_no_tool():

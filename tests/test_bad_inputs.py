@@ -822,7 +822,7 @@ NO_ROW: dict[str, str] = {
     "course_tools.grading.sandbox.kernel.main": "a command line: argparse refuses bad arguments "
     "with its usage; 'launch' and 'inner' are started by Jupyter and the launcher themselves",
     "course_tools.publish.exercises.main": "a command line: argparse refuses bad arguments with its usage "
-    "and exit status 2 (tests/test_exercises.py)",
+    "and exit status 2 (tests/tooling/test_exercises.py)",
 }
 # Modules whose public names are checked elsewhere or owned by another issue, with the reason.
 NO_ROW_MODULES: dict[str, str] = {

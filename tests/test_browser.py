@@ -36,6 +36,8 @@ from course_tools.classroom.lab import NOTEBOOKS, ROOT
 
 from .browser_helpers import only_local, require_playwright
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 NOTEBOOK = NOTEBOOKS / "01_self_attention.ipynb"
 FIRST_CELLS = 6  # cells 0-5 of 01: three code cells (imports, one-hot words with a plot, frames)
 

@@ -18,6 +18,8 @@ from lectures_lib.models import Transformer
 from lectures_lib.training import fit
 from lectures_lib.utils import seed_everything
 
+pytestmark = pytest.mark.slow  # trains models: `make quick` skips it
+
 BEGIN, PAD, END = 1, 0, 11  # END never occurs: the outputs run for max_len tokens, as there
 VOCAB, LENGTH = 12, 10
 

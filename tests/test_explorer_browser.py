@@ -12,6 +12,8 @@ from lectures_lib.explorer import AttentionExplorer, AttentionView
 
 from .browser_helpers import only_local, require_playwright
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 sync_api = require_playwright()
 
 

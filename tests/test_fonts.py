@@ -90,6 +90,7 @@ def test_no_notebook_names_a_font_family_by_hand(path):
     assert not by_hand, f"{path.name}: cells {by_hand} set the font family by hand"
 
 
+@pytest.mark.slow  # executes 07 in a kernel
 def test_07_executed_without_a_cjk_font_prints_no_findfont_warning(tmp_path):
     """07 draws Chinese titles in many plots; executed where no CJK font exists it prints no
     `findfont` line (the course's helper turns the missing glyphs into one hint)."""

@@ -37,6 +37,8 @@ from course_tools.grading.sandbox import sandbox_problem
 from .browser_helpers import require_playwright
 from .conftest import require_system_package
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 for _package in ("configurable-http-proxy", "bubblewrap", "chromium"):
     require_system_package(_package, module_level=True)  # skips naming it; fails under CI
 

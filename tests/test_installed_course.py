@@ -33,6 +33,8 @@ import pytest
 from course_tools.publish.exercises import release_notebook
 from lectures_lib.course import SHIPPED
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = sysconfig.get_paths()["purelib"]
 ENGLISH = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -61,7 +63,7 @@ def _clean_env(venv: Path, **extra) -> dict:
 
 
 def _is_the_course(name: str) -> bool:
-    return name.lower().replace("-", "_").lstrip("_").startswith(("lectures_lib", "editable"))
+    return name.lower().replace("-", "_").lstrip("_").startswith(("lectures_lib", "course_tools", "editable"))
 
 
 @pytest.fixture(scope="module")
@@ -130,12 +132,13 @@ def test_the_wheel_holds_every_shipped_file_of_the_clone(wheel):
 
 def test_the_fresh_environment_imports_the_library_from_the_wheel_only(installed, tmp_path):
     venv = installed.parent.parent
-    code = ("import lectures_lib, torch; from lectures_lib.course import course_files; "
-            "print(lectures_lib.__file__); print(course_files())")
-    library, files = _run([str(installed), "-c", code], cwd=tmp_path,
-                          env=_clean_env(venv)).stdout.split()
+    code = ("import lectures_lib, course_tools, torch; from lectures_lib.course import course_files; "
+            "print(lectures_lib.__file__); print(course_files()); print(course_tools.__file__)")
+    library, files, tools = _run([str(installed), "-c", code], cwd=tmp_path,
+                                 env=_clean_env(venv)).stdout.split()
     assert Path(library).is_relative_to(venv) and Path(files).is_relative_to(venv), (library, files)
-    assert not Path(library).is_relative_to(ROOT)
+    assert Path(tools).is_relative_to(venv), tools  # the wheel holds both packages
+    assert not Path(library).is_relative_to(ROOT) and not Path(tools).is_relative_to(ROOT)
 
 
 def test_copy_writes_each_language_and_never_overwrites_without_force(installed, copied):

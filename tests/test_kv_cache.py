@@ -176,6 +176,7 @@ def _pad_and_bos_loving_model(seed):
     return model
 
 
+@pytest.mark.slow
 def test_decoders_never_emit_padding_or_begin_and_width_one_is_greedy():
     for seed in range(30):
         model = _pad_and_bos_loving_model(seed)

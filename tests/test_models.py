@@ -206,6 +206,7 @@ def _train(model, inputs, targets, forward, steps=150, lr=3e-3):
     return loss.item()
 
 
+@pytest.mark.slow
 def test_a_variant_written_against_the_seam_trains_in_encoder_tagger():
     torch.manual_seed(0)
     factory = partial(TemperatureAttention, temperature=0.5)
@@ -226,6 +227,7 @@ def test_a_variant_written_against_the_seam_trains_in_encoder_tagger():
     torch.testing.assert_close(maps.sum(-1), torch.ones(2, 2, 2, 6))
 
 
+@pytest.mark.slow
 def test_a_variant_trains_in_every_attention_slot_of_the_transformer():
     torch.manual_seed(0)
     model = Transformer(

@@ -19,6 +19,8 @@ from pip._internal.exceptions import RequirementsFileParseError
 from pip._internal.network.session import PipSession
 from pip._internal.req.req_file import parse_requirements
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 CONDA_TO_PIP = {"pytorch": "torch"}
 

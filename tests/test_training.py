@@ -281,6 +281,7 @@ print(repr(history.step_loss))
 """
 
 
+@pytest.mark.slow
 def test_fit_seed_repeats_across_processes():
     outputs = {
         subprocess.run([sys.executable, "-c", _SCRIPT, str(state)], capture_output=True,

@@ -15,6 +15,8 @@ from lectures_lib.data.digits import DIGITS_CLASSES, digits_splits, image_patche
 from lectures_lib.training import evaluate, fit
 from lectures_lib.vision import PatchClassifier, PixelMLP, SmallCNN
 
+pytestmark = pytest.mark.slow  # trains models: `make quick` skips it
+
 PATCH = 2
 TARGET = 0.95  # the bar: >= 95 % of the 450 held-out digits
 # The recipe of notebook 04 §10 (the notebook trains seed 0; here three seeds).

@@ -26,7 +26,7 @@ a plot title's 聚类 reads 聚類 in Taiwan), and nothing else changed.
 * ``status`` lists, per notebook, the missing, stale (English text changed since), orphaned (cell
   gone) and misordered blocks, and the English notebooks that have no translation yet.
 
-Only notebooks with a translation file are generated; ``tests/test_translations.py`` fails,
+Only notebooks with a translation file are generated; ``tests/tooling/test_translations.py`` fails,
 naming the cells, when a translation or a generated notebook is out of step with the English.
 """
 

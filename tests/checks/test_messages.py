@@ -189,6 +189,7 @@ def test_a_passed_check_and_an_unknown_code_in_chinese(monkeypatch):
     assert messages.UNKNOWN["zh-Hans"] in unknown and "some_new_code" in unknown
 
 
+@pytest.mark.slow
 def test_a_kernel_running_a_chinese_notebook_gets_chinese_verdicts(tmp_path):
     """The real route: a notebook in a zh-Hans folder, executed by a Jupyter kernel (nbclient,
     as nbval and the lab run it), with no language setting at all."""

@@ -30,6 +30,8 @@ from lectures_lib.training import fit
 from lectures_lib.utils import seed_everything
 from tests.shuffle_detector import shuffle_detector
 
+pytestmark = pytest.mark.slow  # trains models: `make quick` skips it
+
 
 def _sort_tagger():  # notebook 04's solution
     torch.manual_seed(0)

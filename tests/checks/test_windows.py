@@ -3,6 +3,7 @@ classic mistake, and fails a solution that builds the N x N matrix."""
 
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -36,6 +37,7 @@ def dense_solution(q, k, v, past):
     return scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ v
 
 
+@pytest.mark.slow
 def test_correct_forms_pass_visible_and_hidden():
     for solution in (unfold_solution, loop_solution):
         for hidden in (False, True):
@@ -43,6 +45,7 @@ def test_correct_forms_pass_visible_and_hidden():
             assert result.passed, result
 
 
+@pytest.mark.slow
 def test_dense_solution_is_right_but_fails_on_memory():
     result = check_causal_window_attention(dense_solution)
     assert not result.passed and result.mistake == "quadratic_memory", result

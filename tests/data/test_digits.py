@@ -14,6 +14,7 @@ from lectures_lib.data.digits import (
 )
 
 
+@pytest.mark.slow
 def test_the_real_digits_are_loaded_and_scaled():
     images, labels = load_digit_images()
     assert images.shape == (1797, 8, 8) and images.dtype == torch.float32

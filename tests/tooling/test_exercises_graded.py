@@ -24,6 +24,8 @@ from course_tools.publish.exercises import (
     release_notebook,
 )
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 GRADED = sorted((ROOT / "notebooks").glob("0[1-5]_*.ipynb"))
 # 06 and 07 (the variants) have graded exercises too, but no training exercise or prediction yet:

@@ -17,6 +17,8 @@ import pytest
 
 from ..fresh_machine import run_hidden
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 # The files whose tests need a system package (the grading ones in both ways: a module marker,
 # and a fixture that calls require_system_package).

@@ -22,6 +22,8 @@ from course_tools.publish.exercises import annotate_notebook, find_exercises, re
 
 from ..conftest import require_system_package
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "notebooks" / "01_self_attention.ipynb"
 NAME = COURSE.stem

@@ -34,7 +34,7 @@ from course_tools.grading.sandbox import wire
 from course_tools.publish.exercises import find_exercises, release_notebook
 from tests.tooling.test_grading import COURSE, NAME, _submission
 
-pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
+pytestmark = [pytest.mark.system, pytest.mark.system_package("bubblewrap")]  # skipped without it, named
 TIMEOUT = 40
 CANARY = "913.37"  # the argument of every process an attack leaves behind
 

@@ -37,6 +37,8 @@ from lectures_lib.checks.trained import REVERSE_VOCAB_SIZE, check_reverse_transl
 from lectures_lib.models import Transformer
 from tests.tooling.test_grading import COURSE, NAME, _submission
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(sandbox.sandbox_problem() is not None,
                                    reason=f"no sandbox here: {sandbox.sandbox_problem()}")
@@ -184,7 +186,7 @@ def test_a_dtype_name_is_never_looked_up_on_a_module():
 def test_a_hostile_worker_reply_that_decodes_large_is_refused(payload):
     make = {"stride0": "('t', torch.zeros(1).expand(2**14, 2**14))",
             "shared": "('L', [('t', torch.zeros(2**18))] * 400)"}[payload]
-    cells = ["import time, torch\nfrom course_tools import wire\n"
+    cells = ["import time, torch\nfrom course_tools.grading.sandbox import wire\n"
              "def answer(*args):\n"
              f"    wire.write_frame(4, {{'ok': {make}}})\n"
              "    time.sleep(60)\n"]

@@ -31,6 +31,8 @@ from course_tools.grading._local_cluster import local_cluster
 from ..conftest import require_system_package
 from .test_grading import NAME, _submission
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 TIMEOUT = 60
 
 

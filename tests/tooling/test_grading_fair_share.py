@@ -19,7 +19,7 @@ from course_tools.grading import sandbox
 from course_tools.grading.sandbox import _fair_clock
 from lectures_lib.checks import _base
 
-pytestmark = pytest.mark.system_package("bubblewrap")
+pytestmark = [pytest.mark.system, pytest.mark.system_package("bubblewrap")]
 
 # Busy for `seconds` of its own CPU time, then returns them: the same work on any machine.
 BURN = ("import time\n"

@@ -27,6 +27,8 @@ import pytest
 from course_tools import grading
 from course_tools.grading import sandbox
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 # skips naming the package without it, fails under CI (tests/conftest.py)
 needs_sandbox = pytest.mark.system_package("bubblewrap")

@@ -23,7 +23,7 @@ from course_tools.publish.exercises import annotate_notebook, find_exercises, re
 from lectures_lib.checks.windows import _dense, _fit_length, _window, banded_reference
 from tests.tooling.test_grading import ROOT
 
-pytestmark = pytest.mark.system_package("bubblewrap")
+pytestmark = [pytest.mark.system, pytest.mark.system_package("bubblewrap")]
 STEM = "06_attention_variants"
 
 DENSE = '''def my_causal_window_attention(q, k, v, past):

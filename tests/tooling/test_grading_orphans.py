@@ -15,7 +15,7 @@ import pytest
 
 from tests.tooling.test_grading import COURSE, _submission
 
-pytestmark = pytest.mark.system_package("bubblewrap")
+pytestmark = [pytest.mark.system, pytest.mark.system_package("bubblewrap")]
 psutil = pytest.importorskip("psutil")
 
 STARTER = """

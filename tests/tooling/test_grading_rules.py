@@ -21,6 +21,8 @@ from course_tools.publish.exercises import annotate_notebook, find_exercises, re
 from lectures_lib.checks import check_label_smoothing_loss
 from tests.tooling.test_grading import ROOT
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 STEM = "05_transformer_decoder"
 HEAD = "def my_label_smoothing_loss(logits, targets, smoothing, ignore_index):\n"
 EIGHT = "logits, targets, None, None, ignore_index, None, 'mean', smoothing"  # the 8th: smoothing

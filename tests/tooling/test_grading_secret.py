@@ -25,7 +25,7 @@ from lectures_lib.checks.additive import additive_attention_reference
 from lectures_lib.checks.grader import SECRET_ENV
 from tests.tooling.test_grading import COURSE, NAME, ROOT, _submission
 
-pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
+pytestmark = [pytest.mark.system, pytest.mark.system_package("bubblewrap")]  # skipped without it, named
 TIMEOUT = 40
 
 LOOKUP = '''import hashlib

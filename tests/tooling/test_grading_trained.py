@@ -36,7 +36,7 @@ from tests.checks.test_trained_rebuild import _sort_tagger
 from tests.shuffle_detector import SOURCE as DETECTOR_SOURCE
 from tests.tooling.test_grading import ROOT
 
-pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
+pytestmark = [pytest.mark.system, pytest.mark.system_package("bubblewrap")]  # skipped without it, named
 STEM = "04_transformer_encoder"
 SECRET = b"an instructor's secret for the term"
 

@@ -14,8 +14,11 @@ import urllib.error
 import urllib.request
 
 import nbformat
+import pytest
 
 from course_tools.classroom.lab import NOTEBOOKS, ROOT, ensure_student_copies, lab_command
+
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
 
 
 def _free_port() -> int:

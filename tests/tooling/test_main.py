@@ -8,6 +8,8 @@ import pytest
 
 from course_tools.cli import TEST_PARTS, main, suite_commands, together
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -28,6 +28,8 @@ import pytest
 
 from course_tools.publish.exercises import annotate_notebook, find_exercises, release_notebook
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 pytest.importorskip("nbgrader", reason="nbgrader is the optional extra '.[grading]'")
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -84,7 +84,7 @@ def _canaries() -> list[str]:
     return found
 
 
-pytestmark = pytest.mark.system_package("bubblewrap")  # skipped without it, named
+pytestmark = [pytest.mark.system, pytest.mark.system_package("bubblewrap")]  # skipped without it, named
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,8 @@ from course_tools.publish.notebooks import (
     execute_in_place,
 )
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 BAR_FRAMES = [
     "\rtraining:   0%|          | 0/3 [00:00<?, ?it/s]",
     "\rtraining:  33%|###3      | 1/3 [00:00<00:01,  1.52it/s, loss=0.9]",

@@ -22,6 +22,8 @@ import pytest
 
 from course_tools.grading.sandbox import kernel as sandbox_kernel
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 # skips naming the package without it, fails under CI (tests/conftest.py)
 needs_sandbox = pytest.mark.system_package("bubblewrap")
 MiB = 2**20

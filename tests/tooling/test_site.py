@@ -14,6 +14,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from course_tools.publish.site import MATHJAX, build_site, syllabus
 
+pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 PIXEL = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

@@ -163,6 +163,7 @@ def test_gradients_reach_the_input_and_every_parameter_it_adds(cls):
     own_parameters_have_gradients(module, cls.__name__)
 
 
+@pytest.mark.slow
 @every_variant
 def test_trains_through_the_factory_in_an_encoder_tagger(cls):
     first, last, changed = train_through_factory(factory_of(cls), steps=40)

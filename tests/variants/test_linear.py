@@ -177,6 +177,7 @@ def test_linear_attention_causal_errors():
         linear_attention(q, k, v, causal=1)
 
 
+@pytest.mark.slow
 def test_causal_linear_attention_memory_is_o_n():
     d = 16
     sizes = {n: largest_tensors(lambda q, k, v: linear_attention(q, k, v, causal=True), n, d)
@@ -212,6 +213,7 @@ def test_linear_attention_module_equals_the_function_per_head():
         torch.testing.assert_close(out[b], similarity / similarity.sum(-1, keepdim=True) @ v[b])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factory", [LinearAttention, PerformerAttention])
 def test_linear_modules_train_through_the_factory(factory):
     accuracy = retrieval_accuracy(factory)

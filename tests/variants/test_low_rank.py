@@ -147,6 +147,7 @@ def test_low_rank_refuses_what_it_cannot_do():
         CompressedAttention(8, 2, stride=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factory", [
     lambda d, h, p: LinformerAttention(d, h, p, seq_len=16, k=8),
     lambda d, h, p: CompressedAttention(d, h, p, stride=2),

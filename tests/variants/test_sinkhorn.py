@@ -163,6 +163,7 @@ def test_sinkhorn_attention_refuses_what_it_cannot_do():
         SinkhornAttention(8, 2, temperature=0.0)
 
 
+@pytest.mark.slow
 def test_sinkhorn_attention_trains_through_the_factory():
     accuracy = retrieval_accuracy(SinkhornAttention)
     assert accuracy > 0.9, f"SinkhornAttention reached only {accuracy:.2f} (chance 0.25)"

@@ -73,6 +73,7 @@ def test_synthesizer_gradients(cls):
     assert not fixed.random_scores.requires_grad
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [DenseSynthesizerAttention, RandomSynthesizerAttention])
 def test_synthesizers_train_through_the_factory_where_a_fixed_pattern_suffices(cls):
     def factory(d, h, p):
@@ -82,6 +83,7 @@ def test_synthesizers_train_through_the_factory_where_a_fixed_pattern_suffices(c
     assert accuracy > 0.9, f"{cls.__name__} reached only {accuracy:.2f} on 'previous token'"
 
 
+@pytest.mark.slow
 def test_random_synthesizer_cannot_do_content_dependent_retrieval():
     """At length 16 a bag of words (uniform weights) plus the feed-forward layer still finds the
     pair (0.86 measured); at length 64 it cannot, full attention can."""
