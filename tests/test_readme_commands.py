@@ -99,6 +99,7 @@ def _check_python_m(command: str, whole: bool, monkeypatch) -> None:
     assert spec is not None, f"{command}: no module {module}"
     if spec.submodule_search_locations is not None:  # a package runs its __main__
         assert importlib.util.find_spec(f"{module}.__main__"), f"{command}: {module} has no __main__"
+    assert module != "lectures_lib", f"{command}: the old entry point (python -m course_tools)"
     if module.split(".")[0] not in COURSE or (not argv and not whole):
         return
     if module == "course_tools":  # the entry point: its commands
@@ -199,3 +200,13 @@ def test_the_contract_tests_cite_what_the_readme_says():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "## The library: `lectures_lib`" in readme
     assert "Conventions (the course's contract):" in readme
+
+
+def test_the_old_entry_point_names_the_new_one(tmp_path):
+    """``python -m lectures_lib X`` (the READMEs' form before issue 42) exits 2 and prints the
+    ``python -m course_tools X`` to run, without running anything."""
+    run = subprocess.run([sys.executable, "-m", "lectures_lib", "copy", "my course", "--student"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 2, run
+    assert "python -m course_tools copy 'my course' --student" in run.stderr, run.stderr
+    assert run.stdout == ""
