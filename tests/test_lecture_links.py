@@ -1,7 +1,7 @@
 """The lecture beside every notebook (issue 40): each opens with its lecture's video(s) and slides
 (Hung-yi Lee, ML 2021 Spring), in every edition, and none cites the learner's study notes as a
-folder the course does not hold (`seed/`). Notebooks 06 and 07 get theirs with issue 40's 06/07
-work; add them to LINKED then."""
+folder the course does not hold (`seed/`). 06 and 07 follow the ML 2022 Spring lecture on
+self-attention's variants, whose slides the course page lists (no slide file is linked)."""
 
 import re
 
@@ -11,9 +11,12 @@ import pytest
 from lectures_lib.course import course_files
 
 LINKED = ["01_self_attention", "02_multi_head_attention", "03_positional_encoding",
-          "04_transformer_encoder", "05_transformer_decoder"]
-VIDEO = re.compile(r"\]\(https://www\.youtube\.com/watch\?v=[\w-]{11}\)")
-SLIDES = re.compile(r"\]\(https://speech\.ee\.ntu\.edu\.tw/~hylee/ml/ml2021-course-data/\w+\.pdf\)")
+          "04_transformer_encoder", "05_transformer_decoder", "06_attention_variants",
+          "07_efficient_attention"]
+VIDEO = re.compile(r"\]\(https://www\.youtube\.com/watch\?v=[\w-]{11}\)"
+                   r"|<https://www\.youtube\.com/watch\?v=[\w-]{11}>")
+SLIDES = re.compile(r"\]\(https://speech\.ee\.ntu\.edu\.tw/~hylee/ml/ml2021-course-data/\w+\.pdf\)"
+                    r"|<https://speech\.ee\.ntu\.edu\.tw/~hylee/ml/2022-spring\.php>")
 
 
 @pytest.mark.parametrize("folder", ["", "zh-Hans", "zh-Hant"])
