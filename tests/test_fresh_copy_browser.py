@@ -59,7 +59,7 @@ def learners_lab(tmp_path: Path):
     env.pop("MPLBACKEND", None)
     course = tmp_path / "course"
     port, token = _free_port(), secrets.token_hex(16)
-    command = [sys.executable, "-m", "lectures_lib", "lab", "--dir", str(course), "--student",
+    command = [sys.executable, "-m", "course_tools", "lab", "--dir", str(course), "--student",
                "--no-browser", f"--port={port}", f"--token={token}"]
     log = open(tmp_path / "lab.log", "w+")
     server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log,
@@ -78,7 +78,8 @@ def learners_lab(tmp_path: Path):
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}", token, course
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # a server that failed has ended already
+            os.killpg(server.pid, signal.SIGTERM)
         try:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
