@@ -4,7 +4,13 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Two installs into the same .venv: the learner's (the course and JupyterLab: make lab,
+# make lab-student, make student) and the instructor's (every extra: tests, grading, hub,
+# cluster; make test and the rest). The learner's holds no instructor tool.
 STAMP := $(VENV)/.installed
+LAB_STAMP := $(VENV)/.installed-lab
+LAB_EXTRAS := lab
+ALL_EXTRAS := lab,dev,grading,class,cluster
 # Every target runs `python -m course_tools ...`, which also works without make (README, Install).
 # Unit tests and notebooks run in parallel on this many workers (notebooks stay whole: loadscope).
 WORKERS ?= 2
@@ -28,7 +34,8 @@ STUDENT ?=
 .PHONY: help venv lab lab-student test test-system test-all quick system-deps unit nbval lint notebooks student site bench clean
 
 help:
-	@echo "make lab          open JupyterLab on notebooks/ (creates .venv on first use)"
+	@echo "make lab          open JupyterLab on notebooks/ (creates .venv on first use: the learner's"
+	@echo "                  install, the course + JupyterLab; make test adds the instructor's tools)"
 	@echo "make lab-student  open your own copies in student/ (solutions stripped)"
 	@echo "make test         lint + unit tests + every notebook under nbval (about 5 minutes)"
 	@echo "make test-system  the system tier: sandboxed grading, nbgrader, the browser, the hub,"
@@ -40,30 +47,42 @@ help:
 	@echo "                  tests that need them skip, and make test names them"
 	@echo "make notebooks    re-execute every notebook in place (refresh the stored outputs;"
 	@echo "                  REMEASURE=1 also stores new time plots)"
-	@echo "make student      write student versions (solutions stripped) to student/ (LANG=zh-CN: student/zh-Hans/)"
+	@echo "make student      write student versions (solutions stripped) to student/ (LANG=zh-CN:"
+	@echo "                  student/zh-Hans/), OVERWRITING your copies there (make lab-student keeps them)"
 	@echo "make site         static HTML of the executed notebooks in build/site/"
 	@echo "make bench        attention, training and decoding speed benchmarks (not part of the tests)"
 	@echo "options: TORCH=cpu (CPU-only torch on Linux), WORKERS=N, STUDENT=1,"
 	@echo "         LANG=zh-CN / LANG=zh-TW (lab and student copies in Chinese),"
 	@echo "         PIP_INDEX_URL=URL (a PyPI mirror), TORCH_INDEX=URL (torch's wheel index)"
 
-$(STAMP): pyproject.toml
-	@echo "== Installing the course into $(VENV) (first time only: 3-7 minutes, about 1.5 GB on"
+# The learner's install: the course, torch and JupyterLab (README, Install: its measured size).
+$(LAB_STAMP): pyproject.toml
+	@echo "== Installing the course into $(VENV) (first time only: 2-5 minutes, about 1.3 GB on"
 	@echo "== disk with the CPU build of torch). On Linux, PyPI's torch is the CUDA build: about"
 	@echo "== 2.7 GB more to download, unless you run with TORCH=cpu (see README, Install)."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_INDEX) --upgrade pip
 	$(if $(TORCH_INDEX),$(BIN)/python -m pip install '$(TORCH_SPEC)' --index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install $(PIP_INDEX) --progress-bar on -e '.[dev,grading,class,cluster]'
-	@touch $(STAMP)
+	$(BIN)/python -m pip install $(PIP_INDEX) --progress-bar on -e '.[$(LAB_EXTRAS)]'
+	@touch $(LAB_STAMP)
 	@echo "== Installed. Next: make lab-student (your copies) or make lab (the instructor's notebooks)."
 
-venv: $(STAMP)
+# The instructor's install: the learner's plus the tests, grading, the hub and the cluster.
+$(STAMP): pyproject.toml
+	@echo "== Installing the course and the instructor's tools into $(VENV) (tests, nbgrader,"
+	@echo "== JupyterHub, Dask; first time only: 3-7 minutes, about 1.9 GB with the CPU torch)."
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install $(PIP_INDEX) --upgrade pip
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install '$(TORCH_SPEC)' --index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install $(PIP_INDEX) --progress-bar on -e '.[$(ALL_EXTRAS)]'
+	@touch $(STAMP) $(LAB_STAMP)
 
-lab: $(STAMP)
+venv: $(LAB_STAMP)
+
+lab: $(LAB_STAMP)
 	$(BIN)/python -m course_tools lab $(if $(STUDENT),--student)$(LANG_OPTION)
 
-lab-student: $(STAMP)
+lab-student: $(LAB_STAMP)
 	$(BIN)/python -m course_tools lab --student$(LANG_OPTION)
 
 # lint, then the unit tests (outside the system tier) and the notebooks in one pytest run, so that
@@ -118,7 +137,8 @@ notebooks: $(STAMP)
 site: $(STAMP)
 	$(BIN)/python -m course_tools site
 
-student: $(STAMP)
+# Overwrites every copy in student/ (your work there is lost); make lab-student never does.
+student: $(LAB_STAMP)
 	$(BIN)/python -m course_tools student$(LANG_OPTION)
 
 bench: $(STAMP)

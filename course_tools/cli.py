@@ -178,8 +178,13 @@ def _main(argv: list[str]) -> int:
         except ValueError as error:
             parser.error(f"--lang: {error}")
         folder = "" if language == "en" else language
-        return exercises_main(["release", str(root / "notebooks" / folder),
+        code = exercises_main(["release", str(root / "notebooks" / folder),
                                str(root / "student" / folder)])
+        if code == 0:  # the learner's copies: their explorers live at once (issue 40)
+            from course_tools.publish.copy import trust_notebooks
+
+            trust_notebooks(sorted((root / "student" / folder).glob("*.ipynb")))
+        return code
     if args.command == "site":
         from course_tools.publish.site import main as site_main
 

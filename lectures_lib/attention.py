@@ -41,6 +41,7 @@ from torch import nn
 
 from . import interop
 from ._validate import attention as rules
+from ._validate.settings import check_settings
 from .cache import KeyValueCache, declare, kv_cache_problem
 from .masks import causal_mask, check_mask, key_padding_mask, with_key_padding
 from .utils import validated
@@ -224,7 +225,7 @@ class SelfAttention(nn.Module):
     def __init__(
         self, d_model: int, d_k: int | None = None, d_v: int | None = None, bias: bool = False
     ) -> None:
-        rules.self_attention_sizes(d_model, d_k, d_v, bias)
+        check_settings(d_model=d_model, d_k=d_k, d_v=d_v, bias=bias)
         super().__init__()
         self.d_model = d_model
         self.d_k = d_k if d_k is not None else d_model
@@ -378,20 +379,18 @@ class MultiHeadAttention(nn.Module):
 
     # -- the door: overridable hooks, their rules in lectures_lib/_validate/attention.py ----
 
-    def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        """Validate ``forward``'s arguments (called once, at the public boundary; ``mask`` is
-        already combined with ``key_padding_mask``). A variant with extra requirements (e.g.
-        self-attention only, a fixed ``seq_len``) extends this method and calls
-        ``super().check_inputs(...)`` first."""
-        rules.mha_inputs(self, query, key, value, mask, need_weights)
-
-    def check_cached_inputs(self, query, key, value, cache, mask, static) -> None:
-        """Validate ``forward_cached``'s arguments (the same rules, plus the cache)."""
-        rules.mha_cached_inputs(self, query, key, value, cache, mask, static)
+    #: ``check_inputs(query, key, value, mask=None, need_weights=True, *, key_padding_mask=None,
+    #: positions=None)``: the door of ``forward`` (once, at the public boundary). A variant with
+    #: extra requirements (e.g. self-attention only, a fixed ``seq_len``) replaces it with a rule
+    #: that calls this one first.
+    check_inputs = rules.mha_inputs
+    #: ``check_cached_inputs(query, key, value, cache, mask=None, *, static=False)``: the door of
+    #: ``forward_cached`` (the same rules, plus the cache).
+    check_cached_inputs = rules.mha_cached_inputs
 
     # -- forward: check once -> project -> attend -> merge heads -> out_proj ----------------
 
-    @validated(rules.mha_forward)
+    @validated("check_inputs")
     def forward(
         self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
         mask: torch.Tensor | None = None, need_weights: bool = True, *,
@@ -424,7 +423,7 @@ class MultiHeadAttention(nn.Module):
         out = self.out_proj(merge_heads(heads))  # (batch, n_q, d_model)
         return out, weights
 
-    @validated(rules.mha_forward_cached)
+    @validated("check_cached_inputs")
     def forward_cached(
         self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cache: KeyValueCache,
         mask: torch.Tensor | None = None, *, static: bool = False,

@@ -44,8 +44,7 @@ class TokenEmbedding(nn.Module):
         *,
         positional_encoding: bool = True,
     ) -> None:
-        rules.embedding_sizes(vocab_size, d_model, max_len, dropout, pad_id,
-                                       positional_encoding)
+        rules.embedding_sizes(vocab_size, d_model, max_len, dropout, pad_id, positional_encoding)
         super().__init__()
         self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, max_len, pad_id
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
@@ -59,9 +58,9 @@ class TokenEmbedding(nn.Module):
             with torch.no_grad():
                 self.embedding.weight[self.pad_id].zero_()
 
-    def check_inputs(self, tokens: torch.Tensor, name: str = "tokens") -> None:
-        """``tokens``: integer ids ``(batch, seq)`` in the vocabulary, at most ``max_len`` long."""
-        rules.embedding_inputs(self, tokens, name)
+    #: ``check_inputs(tokens, name="tokens")``: integer ids ``(batch, seq)`` in the vocabulary,
+    #: at most ``max_len`` long (the models check their token inputs with it).
+    check_inputs = rules.embedding_inputs
 
     @validated(rules.embedding_offset_inputs)
     def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:

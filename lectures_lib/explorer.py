@@ -10,9 +10,11 @@ notebook and on the static site (``make site``).
 * The view it shows first (first attention, layer 0, head 0, first query token) is rendered in
   the HTML itself, so a viewer that runs no script still shows a correct picture: GitHub's
   notebook viewer, or JupyterLab opening a stored notebook that is not *trusted*. JupyterLab
-  runs the script of a stored output only in a trusted notebook: run the cell again, or trust
-  the notebook (``jupyter trust notebooks/04_transformer_encoder.ipynb``); the course never
-  marks notebooks trusted for the reader. Beside it, the notebooks also keep a static PNG of the
+  runs the script of a stored output only in a trusted notebook: the copies the course writes
+  for a learner (``make lab-student``, ``python -m course_tools copy``) are trusted for that
+  learner (:func:`course_tools.publish.copy.trust_notebooks`), so there it is live at once;
+  elsewhere the static view says so in one line (:data:`STATIC_HINT`: run the cell, or
+  ``jupyter trust`` the notebook). Beside it, the notebooks also keep a static PNG of the
   same view (:meth:`AttentionExplorer.plot`) for GitHub, which shows pictures but runs no script.
 * Colours: ``cividis``, a colour map readable with every common colour-vision deficiency,
   scaled to the query's largest weight (the caption and each key's tooltip give the numbers);
@@ -40,6 +42,11 @@ import numpy as np
 import torch
 
 __all__ = ["AttentionView", "AttentionExplorer", "check_view", "CIVIDIS_STOPS"]
+
+# The line above the tokens: the static HTML says how to make it live (a viewer that runs no
+# script, or JupyterLab on a notebook it does not trust, shows this one); the script replaces it.
+STATIC_HINT = "a still picture: run this cell to make it clickable"
+LIVE_HINT = "click or hover a token"
 
 # cividis sampled at 0, 0.1, ..., 1 (matplotlib's table): interpolated linearly in the browser
 CIVIDIS_STOPS = [
@@ -213,6 +220,7 @@ _SCRIPT = r"""
 (function(){
 var root=document.getElementById("%(id)s"); if(!root||root.dataset.live)return;
 root.dataset.live="1";
+root.querySelector(".ae-how").textContent="%(live)s";
 var D=JSON.parse(root.querySelector("script.ae-data").textContent);
 var S={view:0,layer:0,head:0,query:0};
 function hex(c){return [1,3,5].map(function(i){return parseInt(c.substr(i,2),16);});}
@@ -328,13 +336,13 @@ class AttentionExplorer:
             '<div class="ae-row ae-views"></div><div class="ae-row ae-layers"></div>'
             '<div class="ae-row ae-heads"></div>'
             '<div class="ae-row"><span class="ae-what">query</span>'
-            '<small>click or hover a token</small></div>'
+            f'<small class="ae-how">{STATIC_HINT}</small></div>'
             f'<div class="ae-queries">{self._static_tokens(first["queries"], first["grid"], "ae-q", shade=first["qshade"], selected=0)}</div>'
             '<div class="ae-row"><span class="ae-what">attends to</span></div>'
             f'<div class="ae-keys">{self._static_tokens(first["keys"], first["grid"], "ae-k", weights=row)}</div>'
             f'<div class="ae-caption">{html.escape(caption)}</div>'
             f'<script type="application/json" class="ae-data">{payload}</script>'
-            f"<script>{_SCRIPT % {'id': self.element_id}}</script>"
+            f"<script>{_SCRIPT % {'id': self.element_id, 'live': LIVE_HINT}}</script>"
             "</div>"
         )
         if not full_page:

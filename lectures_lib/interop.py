@@ -15,6 +15,7 @@ from torch import nn
 
 from ._validate import attention as attention_rules
 from ._validate import layers as layer_rules
+from ._validate.settings import activation_name
 
 
 def attention_from_torch(cls: type, module: nn.MultiheadAttention) -> nn.Module:
@@ -77,7 +78,7 @@ def _torch_layer_settings(layer: nn.Module) -> dict:
         "num_heads": layer.self_attn.num_heads,
         "d_ff": layer.linear1.out_features,
         "dropout": layer.dropout.p,
-        "activation": layer_rules.activation_name(layer.activation),
+        "activation": activation_name(layer.activation),
         "norm_first": bool(layer.norm_first),
         "layer_norm_eps": norms[0].eps,
         "bias": has_bias,

@@ -37,6 +37,7 @@ from torch import nn
 
 from . import interop
 from ._validate import layers as rules
+from ._validate.settings import activation_name, check_settings, factory_or_none
 from .attention import MultiHeadAttention
 from .cache import KeyValueCache
 from .utils import eval_mode, validated
@@ -82,7 +83,7 @@ def make_attention(
     ``factory`` is None. ``bias`` reaches a factory only when it is not the default (``True``),
     so a factory that takes no ``bias`` still works; one that cannot take ``bias=False`` is
     refused clearly instead of silently building biased projections."""
-    rules.factory_or_none(factory, name)
+    factory_or_none(factory, name)
     if factory is None:
         return MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
     if bias:
@@ -182,10 +183,10 @@ class FeedForward(nn.Module):
         activation: str | Callable = "relu",
         bias: bool = True,
     ) -> None:
-        rules.feed_forward_sizes(d_model, d_ff, dropout, activation, bias)
+        check_settings(d_model=d_model, d_ff=d_ff, bias=bias, activation=activation, dropout=dropout)
         super().__init__()
         self.d_model, self.d_ff = d_model, d_ff
-        self.activation = rules.activation_name(activation)  # "relu" or "gelu"
+        self.activation = activation_name(activation)  # "relu" or "gelu"
         self.linear1 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # W_1: d_model -> d_ff
         self.dropout = nn.Dropout(dropout)
         self.linear2 = nn.Linear(self.d_ff, self.d_model, bias=bias)  # W_2: d_ff -> d_model
@@ -254,8 +255,8 @@ class EncoderLayer(nn.Module):
         *,
         attention: AttentionFactory | None = None,
     ) -> None:
-        rules.layer_settings(d_model, num_heads, dropout, norm_first, layer_norm_eps, bias,
-                             attention=attention)
+        check_settings(dropout=dropout, d_model=d_model, num_heads=num_heads, norm_first=norm_first,
+                       layer_norm_eps=layer_norm_eps, bias=bias, attention=attention)
         super().__init__()
         self.d_model, self.num_heads, self.norm_first = d_model, num_heads, norm_first
         self.self_attn = make_attention(attention, d_model, num_heads, dropout, bias, "attention")
@@ -271,11 +272,11 @@ class EncoderLayer(nn.Module):
         self.last_attention = _detached(weights) if need_weights else None
         return self.dropout1(out)  # (batch, seq, d_model)
 
-    def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool) -> None:
-        """Validate ``forward``'s arguments (once, at the public boundary)."""
-        rules.encoder_layer_inputs(self, x, mask, need_weights)
+    #: ``check_inputs(x, mask=None, need_weights=False)``: the door of ``forward`` (once, at the
+    #: public boundary); an :class:`~lectures_lib.models.Encoder` checks its inputs with it too.
+    check_inputs = rules.encoder_layer_inputs
 
-    @validated(rules.encoder_layer_hook)
+    @validated("check_inputs")
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
@@ -353,8 +354,9 @@ class DecoderLayer(nn.Module):
         self_attention: AttentionFactory | None = None,
         cross_attention: AttentionFactory | None = None,
     ) -> None:
-        rules.layer_settings(d_model, num_heads, dropout, norm_first, layer_norm_eps, bias,
-                             self_attention=self_attention, cross_attention=cross_attention)
+        check_settings(dropout=dropout, d_model=d_model, num_heads=num_heads, norm_first=norm_first,
+                       layer_norm_eps=layer_norm_eps, bias=bias, self_attention=self_attention,
+                       cross_attention=cross_attention)
         super().__init__()
         self.d_model, self.num_heads, self.norm_first = d_model, num_heads, norm_first
         self.self_attn = make_attention(
@@ -384,11 +386,11 @@ class DecoderLayer(nn.Module):
         self.last_cross_attention = _detached(weights) if need_weights else None
         return self.dropout2(out)  # (batch, n_tgt, d_model)
 
-    def check_inputs(self, x, memory, tgt_mask, memory_mask, need_weights) -> None:
-        """Validate ``forward``'s arguments (once, at the public boundary)."""
-        rules.decoder_layer_inputs(self, x, memory, tgt_mask, memory_mask, need_weights)
+    #: ``check_inputs(x, memory, tgt_mask=None, memory_mask=None, need_weights=False)``: the
+    #: door of ``forward``; a :class:`~lectures_lib.models.Decoder` checks its inputs with it too.
+    check_inputs = rules.decoder_layer_inputs
 
-    @validated(rules.decoder_layer_hook)
+    @validated("check_inputs")
     def forward(
         self,
         x: torch.Tensor,

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import masks as rules
-from ._validate.masks import check_mask  # the contract's check: public, re-exported
+from . import _mask_check as rules  # the checks of this file, beside it
+from ._mask_check import check_mask  # the contract's check: public, re-exported
 from .utils import validated
 
 __all__ = ["causal_mask", "key_padding_mask", "check_mask"]

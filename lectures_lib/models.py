@@ -22,6 +22,7 @@ from torch import nn
 
 from ._validate import layers as layers_rules
 from ._validate import models as rules
+from ._validate.settings import check_settings
 from .cache import DecoderCache, KeyValueCache
 from .embedding import TokenEmbedding
 from .layers import AttentionFactory, DecoderLayer, EncoderLayer
@@ -94,7 +95,7 @@ class Encoder(nn.Module):
         self.norm = _final_norm(self.layers, final_norm)
         self.d_model = self.layers[0].d_model
 
-    @validated(rules.encoder_stack_inputs)
+    @validated(rules.first_layer_inputs)
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
@@ -131,7 +132,7 @@ class Decoder(nn.Module):
         self.norm = _final_norm(self.layers, final_norm)
         self.d_model = self.layers[0].d_model
 
-    @validated(rules.decoder_stack_inputs)
+    @validated(rules.first_layer_inputs)
     def forward(
         self,
         x: torch.Tensor,
@@ -188,7 +189,7 @@ def _stack_maps(maps: list[torch.Tensor | None]) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(rules.src_for_mask)
+@validated(rules.ids_for_mask("src"))
 def make_src_mask(src: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Key-padding mask ``(batch, 1, 1, n_src)``: True where the source token is not padding.
 
@@ -202,7 +203,7 @@ def make_src_mask(src: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     return keep[:, None, None, :]  # (batch, 1, 1, n_src)
 
 
-@validated(rules.tgt_for_mask)
+@validated(rules.ids_for_mask("tgt"))
 def make_tgt_mask(tgt: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Decoder self-attention mask ``(batch, 1, n_tgt, n_tgt)``: causal AND key not padding.
 
@@ -259,7 +260,7 @@ class EncoderTagger(nn.Module):
         attention: AttentionFactory | None = None,
         positional_encoding: bool = True,
     ) -> None:
-        rules.label_count(num_labels)
+        check_settings(num_labels=num_labels)
         super().__init__()
         self.num_labels = num_labels
         self.pad_id = pad_id
@@ -340,7 +341,8 @@ class Transformer(nn.Module):
         cross_attention: AttentionFactory | None = None,
         positional_encoding: bool = True,
     ) -> None:
-        rules.vocab_sizes(src_vocab_size, tgt_vocab_size, positional_encoding)
+        check_settings(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+                       positional_encoding=positional_encoding)
         super().__init__()
         self.pad_id, self.d_model = pad_id, d_model
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size

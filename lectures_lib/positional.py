@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from ._validate import positional as rules
+from ._validate.settings import check_settings
 from .attention import MultiHeadAttention
 from .utils import validated
 
@@ -105,7 +106,7 @@ class SinusoidalEncoding(nn.Module):
     table: torch.Tensor
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
-        rules.encoding_sizes(d_model, max_len)
+        check_settings(d_model=d_model, max_len=max_len)
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
         table = sinusoidal_encoding(self.max_len, self.d_model)  # (max_len, d_model)
@@ -144,7 +145,7 @@ class LearnedPositionalEmbedding(nn.Module):
     """
 
     def __init__(self, max_len: int, d_model: int, init_std: float = 1.0) -> None:
-        rules.learned_table_sizes(max_len, d_model, init_std)
+        check_settings(max_len=max_len, d_model=d_model, init_std=init_std)
         super().__init__()
         self.max_len, self.d_model = max_len, d_model
         self.embedding = nn.Embedding(self.max_len, self.d_model)  # E: (max_len, d_model)
@@ -242,7 +243,7 @@ class RotaryEmbedding(nn.Module):
     sin_table: torch.Tensor
 
     def __init__(self, d_head: int, max_len: int = 2048, base: float = BASE) -> None:
-        rules.rotary_table_sizes(d_head, max_len, base)
+        check_settings(d_head=d_head, max_len=max_len, base=base)
         super().__init__()
         self.d_head, self.max_len, self.base = d_head, max_len, float(base)
         positions = torch.arange(self.max_len)  # (max_len,)
@@ -311,7 +312,7 @@ class RotaryAttention(MultiHeadAttention):
         base: float = BASE,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        rules.rotary_heads(self, type(self).__name__, max_len, base)
+        rules.rotary_heads(self, max_len, base)
         self.rotary = RotaryEmbedding(self.d_head, max_len=max_len, base=base)
 
     def project(self, query, key, value, positions=None):

@@ -55,7 +55,7 @@ ForwardFn = Callable[[nn.Module, Batch], tuple[torch.Tensor, torch.Tensor]]
 #: optimiser step (e.g. ``lambda opt, n: torch.optim.lr_scheduler.StepLR(opt, n // 3)``).
 ScheduleFactory = Callable[[torch.optim.Optimizer, int], torch.optim.lr_scheduler.LRScheduler]
 
-SCHEDULES = ("warmup_cosine", "one_cycle", "constant")
+SCHEDULES = rules.SCHEDULES  # ("warmup_cosine", "one_cycle", "constant"): the door checks these
 DEFAULT_SCHEDULE = "warmup_cosine"
 DEFAULT_LR = 3e-3  # peak learning rate; see benchmarks/README.md for the sweep behind it
 DEFAULT_WARMUP = 0.1  # fraction of the planned optimiser steps spent warming up
@@ -328,7 +328,9 @@ def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimiz
         loss.backward()
         # the global gradient norm (clipped to grad_clip, if set): a non-finite one stops here
         norm = nn.utils.clip_grad_norm_(parameters, grad_clip if grad_clip is not None else math.inf)
-        rules.finite_gradient(norm, where, loss, optimizer)  # so does a NaN/inf gradient
+        if not torch.isfinite(norm):  # so does a NaN/inf gradient: drop it, keep the weights
+            optimizer.zero_grad(set_to_none=True)
+        rules.finite_gradient(norm, where, loss)
         history.lr.append(optimizer.param_groups[0]["lr"])  # the rate this step uses
         optimizer.step()
         scheduler.step()

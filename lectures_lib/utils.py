@@ -296,7 +296,7 @@ def inside_library() -> Iterator[None]:
         _INSIDE_LIBRARY.reset(token)
 
 
-def validated(validator: Callable[..., object], *, trusted: bool = True) -> Callable[[F], F]:
+def validated(validator: Callable[..., object] | str, *, trusted: bool = True) -> Callable[[F], F]:
     """Decorate a public function or ``forward`` so that ``validator`` checks its arguments once,
     at the door, and the body runs as the trusted core.
 
@@ -312,11 +312,16 @@ def validated(validator: Callable[..., object], *, trusted: bool = True) -> Call
 
     Callables that come from the user (a feature map, a learner's ``attend``) must not run inside
     the trusted region unchecked: validate what they return where they are called.
+    ``validator`` may also name a method of ``self`` (``@validated("check_inputs")``): that
+    overridable hook is the door, and a subclass that extends it is checked the same way.
     ``trusted=False`` runs the body outside the trusted region (only the door check is shared):
     for functions whose body calls a model or a callback the user gave (``fit``, the decoders),
     whose own doors must stay open.
     """
 
+    if isinstance(validator, str):  # a method of ``self`` is the door: the hook itself
+        hook = validator
+        validator = lambda self, *args, **kwargs: getattr(self, hook)(*args, **kwargs)  # noqa: E731
     if not callable(validator):
         raise TypeError(
             f"validator must be a callable taking the function's arguments, got "

@@ -20,6 +20,7 @@ import lectures_lib
 
 PACKAGE = Path(lectures_lib.__file__).resolve().parent
 TOOLS = Path(course_tools.__file__).resolve().parent
+ROOT = PACKAGE.parent
 MAX_LINES = 500
 
 
@@ -204,12 +205,13 @@ def test_no_validator_shares_a_public_name():
 
 def test_the_rules_mirror_the_taught_modules():
     """The rules of ``X.py`` are in ``_validate/X.py``: a module that imports rules imports its
-    own file's, plus at most the shared ones; ``interop`` (``from_torch``) uses the rules of the
-    classes it builds."""
-    shared = {"lectures_lib._validate.variants.shared", "lectures_lib._validate.masks",
-              "lectures_lib._validate.layers"}
+    own file's, plus at most the shared ones (the settings' one rule, ``settings.py``); ``interop``
+    (``from_torch``) uses the rules of the classes it builds."""
+    settings = "lectures_lib._validate.settings"
+    shared = {"lectures_lib._validate.variants.shared",
+              "lectures_lib._validate.layers", settings}
     borrowers = {"lectures_lib.interop": {"lectures_lib._validate.attention",
-                                          "lectures_lib._validate.layers"}}
+                                          "lectures_lib._validate.layers", settings}}
     for name, path in MODULES.items():
         if name.startswith("lectures_lib._validate"):
             continue
@@ -220,7 +222,8 @@ def test_the_rules_mirror_the_taught_modules():
             assert rules <= borrowers[name], (name, rules)
             continue
         own = "lectures_lib._validate." + name.removeprefix("lectures_lib.")
-        assert own in rules or rules <= {"lectures_lib._validate.variants.shared"}, (name, rules)
+        assert own in rules or rules <= {"lectures_lib._validate.variants.shared", settings}, (
+            name, rules)
         assert rules <= shared | {own}, (name, rules)
 
 
@@ -267,7 +270,6 @@ def test_lectures_lib_imports_nothing_of_the_tools():
                                and n.args}) == {"course_tools.cli"}, "the scan reads"
 
 
-@pytest.mark.slow
 def test_the_tools_use_only_public_modules_of_the_library():
     """The grader reaches the checkers through their one interface (``lectures_lib.checks.grader``:
     the secret, the task variant, the time limits), never through a private module
@@ -285,6 +287,7 @@ def test_the_tools_use_only_public_modules_of_the_library():
         TOOL_MODULES["course_tools.grading._collect"], "course_tools.grading"), "the scan reads"
 
 
+@pytest.mark.slow
 def test_importing_the_whole_library_loads_no_tool():
     """At import time: every module of ``lectures_lib`` imported in one fresh interpreter, and
     no module of ``course_tools`` is loaded."""
@@ -338,3 +341,32 @@ def test_no_module_is_over_500_lines_without_a_reason_in_its_first_comment():
     assert lines["lectures_lib/attention.py"][0] > 100 and len(lines) == len(EVERY_MODULE), \
         "the scan reads"
     assert {name: n for name, (n, without) in lines.items() if without} == {}
+
+
+# ---- guards apart from the maths --------------------------------------------------------
+
+
+def test_guards_are_at_most_a_few_percent_of_the_taught_code():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import guard_share
+    finally:
+        sys.path.pop(0)
+    rows = guard_share.table()
+    code = sum(r[2] for r in rows)
+    checks = sum(r[3] for r in rows)
+    assert checks / code <= 0.07, f"guards are {checks / code:.1%} of the taught code"
+    for name, _, module_code, module_checks in rows:
+        assert module_checks / module_code <= 0.10, f"{name}: {module_checks}/{module_code}"
+
+
+
+def test_no_taught_module_keeps_boundary_blocks():
+    for name in ("attention", "masks", "positional", "layers", "models", "decoding", "training"):
+        tree = ast.parse((ROOT / "lectures_lib" / f"{name}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
+                "at_boundary", "inside_library"
+            ):
+                raise AssertionError(f"{name}.py:{node.lineno} still calls {node.func.id}()")
+

@@ -24,6 +24,10 @@ from lectures_lib.attention import (
 DOUBLE = torch.float64
 
 
+def _randn(*shape, seed=0, dtype=torch.float32):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
 def randn(*shape, dtype=DOUBLE, requires_grad=False):
     return torch.randn(*shape, dtype=dtype, requires_grad=requires_grad)
 
@@ -155,13 +159,21 @@ def test_self_attention_is_the_lecture_formula():
         layer(randn(2, 5, 4))
 
 
-def test_split_and_merge_heads_shapes_and_inverse():
-    x = torch.arange(2 * 5 * 12.0).reshape(2, 5, 12)
-    heads = split_heads(x, 3)
-    assert heads.shape == (2, 3, 5, 4)
-    for h in range(3):
-        assert torch.equal(heads[:, h], x[..., 4 * h : 4 * (h + 1)]), "head h = feature block h"
+@pytest.mark.parametrize(("batch", "seq", "d_model", "num_heads"),
+                         [(2, 5, 12, 3), (1, 1, 1, 1), (2, 3, 12, 4), (3, 5, 6, 6), (2, 4, 10, 1)])
+def test_split_and_merge_heads_shapes_and_inverse(batch, seq, d_model, num_heads):
+    x = torch.arange(batch * seq * d_model, dtype=torch.float32).reshape(batch, seq, d_model)
+    heads = split_heads(x, num_heads)
+    d_head = d_model // num_heads
+    assert heads.shape == (batch, num_heads, seq, d_head)
+    for h in range(num_heads):
+        block = x[..., d_head * h : d_head * (h + 1)]
+        assert torch.equal(heads[:, h], block), "head h = feature block h"
     assert torch.equal(merge_heads(heads), x)
+
+
+def test_split_and_merge_heads_refuse_what_does_not_fit():
+    x = torch.arange(2 * 5 * 12.0).reshape(2, 5, 12)
     with pytest.raises(ValueError, match=r"d_model=12.*num_heads=5"):
         split_heads(x, 5)
     with pytest.raises(ValueError, match="3 dimensions"):
@@ -287,3 +299,58 @@ def test_inputs_are_checked_once_at_the_door(monkeypatch):
     assert calls == [], "inside MultiHeadAttention the heads were built by the library: trusted"
     with pytest.raises(ValueError, match="same feature size"):
         scaled_dot_product_attention(q, k[..., :4], v)  # and a learner's direct call still checks
+
+
+# ---- key_padding_mask= (PyTorch's separate argument, ours True = a real token) ------------
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_key_padding_mask_is_the_4d_padding_mask(need_weights):
+    torch.manual_seed(0)
+    module = MultiHeadAttention(8, 2).eval()
+    query, memory = _randn(3, 3, 8, seed=1), _randn(3, 5, 8, seed=2)
+    lengths = torch.tensor([5, 2, 4])
+    real = key_padding_mask(lengths)  # (3, 1, 1, 5)
+    expected, expected_w = module(query, memory, memory, real, need_weights)
+    out, weights = module(query, memory, memory, key_padding_mask=real[:, 0, 0], need_weights=need_weights)
+    torch.testing.assert_close(out, expected)
+    if need_weights:
+        torch.testing.assert_close(weights, expected_w)
+        assert bool((weights[1, :, :, 2:] == 0).all()), "padded keys get no weight"
+
+
+
+def test_batch_equal_to_n_queries_cannot_confuse_key_padding_mask():
+    # the trap of notebook 02: batch == n_queries makes (batch, n_keys) look like (n_q, n_k)
+    torch.manual_seed(0)
+    module = MultiHeadAttention(8, 2).eval()
+    x = _randn(3, 3, 8)
+    padding = torch.tensor([[True, True, True], [True, False, False], [True, True, False]])
+    read_as_pattern, _ = module(x, x, x, padding)  # silently (n_q, n_k): not what was meant
+    right, weights = module(x, x, x, key_padding_mask=padding)
+    torch.testing.assert_close(right, module(x, x, x, padding[:, None, None, :])[0])
+    assert not torch.allclose(read_as_pattern, right)
+    assert bool((weights[1, :, :, 1:] == 0).all())
+
+
+
+def test_key_padding_mask_and_mask_combine():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(8, 2).eval()
+    x = _randn(2, 4, 8)
+    padding = torch.tensor([[True] * 4, [True, True, False, False]])
+    both, _ = module(x, x, x, causal_mask(4), key_padding_mask=padding)
+    torch.testing.assert_close(both, module(x, x, x, causal_mask(4) & padding[:, None, None, :])[0])
+
+
+
+def test_pytorch_key_padding_mask_is_the_opposite():
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    ours = MultiHeadAttention.from_torch(theirs).eval()
+    x = _randn(2, 4, 8)
+    padded = torch.tensor([[False] * 4, [False, False, True, True]])  # PyTorch: True = padding
+    expected, _ = theirs(x, x, x, key_padding_mask=padded)
+    got, _ = ours(x, x, x, key_padding_mask=~padded)
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
+

@@ -339,21 +339,3 @@ def test_sampling_stops_and_pads_like_greedy():
     assert (out[after_end] == PAD).all()
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error", "words"),
-    [
-        ({"temperature": 0.0}, ValueError, "temperature"),
-        ({"temperature": -1.0}, ValueError, "temperature"),
-        ({"temperature": float("inf")}, ValueError, "temperature"),
-        ({"temperature": "hot"}, TypeError, "temperature"),
-        ({"top_k": 0}, ValueError, "top_k"),
-        ({"top_k": 1.5}, TypeError, "top_k"),
-        ({"generator": 0}, TypeError, "generator"),
-    ],
-)
-def test_sampling_validates_its_inputs(kwargs, error, words):
-    model = MarkovModel(GREEDY_TRAP)
-    with pytest.raises(error, match=words):
-        sample_decode(model, torch.ones(2, 1, dtype=torch.long), 3, BOS, EOS, PAD, **kwargs)
-    with pytest.raises(TypeError, match="encode"):
-        sample_decode(object(), torch.ones(2, 1, dtype=torch.long), 3, BOS, EOS, PAD)

@@ -18,23 +18,27 @@ from lectures_lib.positional import RotaryAttention
 PAD, BOS, EOS = 0, 1, 2
 
 
-def test_forward_cached_equals_forward_under_a_causal_mask_step_by_step():
+@pytest.mark.parametrize(("batch", "chunks"), [(2, [1] * 7), (1, [2, 3, 2]), (3, [7]),
+                                              (2, [3, 1, 3])])
+def test_forward_cached_equals_forward_under_a_causal_mask(batch, chunks):
+    """One new token a step, or several at once (their causal rows of the mask)."""
     torch.manual_seed(0)
     attention = MultiHeadAttention(24, 3, kdim=10, vdim=6).eval().double()
-    x = torch.randn(2, 7, 24, dtype=torch.double)
+    x = torch.randn(batch, 7, 24, dtype=torch.double)
     self_attention = MultiHeadAttention(24, 3).eval().double()
     full, _ = self_attention(x, x, x, causal_mask(7))
-    cache = KeyValueCache()
-    rows = []
-    for t in range(7):
-        rows.append(self_attention.forward_cached(x[:, t : t + 1], x[:, t : t + 1],
-                                                  x[:, t : t + 1], cache))
-        assert len(cache) == t + 1
+    cache, rows, start = KeyValueCache(), [], 0
+    for n in chunks:
+        piece = x[:, start : start + n]
+        step_mask = causal_mask(start + n)[start:]  # (n, start + n)
+        rows.append(self_attention.forward_cached(piece, piece, piece, cache, step_mask))
+        start += n
+        assert len(cache) == start
     assert torch.allclose(torch.cat(rows, dim=1), full, atol=1e-12)
 
-    memory = torch.randn(2, 5, 10, dtype=torch.double)
-    values = torch.randn(2, 5, 6, dtype=torch.double)
-    keep = torch.tensor([[True] * 5, [True, True, False, False, False]])[:, None, None, :]
+    memory = torch.randn(batch, 5, 10, dtype=torch.double)
+    values = torch.randn(batch, 5, 6, dtype=torch.double)
+    keep = torch.tensor([[True] * 5, [True, True, False, False, False]] * 2)[:batch, None, None]
     cross_full, _ = attention(x, memory, values, keep)
     cross_cache = KeyValueCache()
     cross_rows = [attention.forward_cached(x[:, t : t + 1], memory, values, cross_cache, keep,
@@ -203,3 +207,49 @@ def test_decode_step_checks_its_inputs():
         model.decode_step(torch.full((2, 1), BOS), memory[:2], cache, src=src[:2])
     with pytest.raises(ValueError, match="exceed max_len"):
         model.tgt_embed(torch.full((5, 1), BOS), offset=256)
+
+
+# ---- the cache rule; a refused call leaves the cache as it was ---------------------------
+
+
+def test_the_cache_rule_is_init_subclass():
+    class Plain(MultiHeadAttention):
+        pass
+
+    class Changed(MultiHeadAttention):
+        def attend(self, q, k, v, mask, need_weights):
+            return super().attend(q, k, v, mask, need_weights)
+
+    class Vouched(Changed):
+        supports_kv_cache = True
+
+    class ChangedAgain(Vouched):
+        def project(self, query, key, value, positions=None):
+            return super().project(query, key, value, positions)
+
+    assert Plain.supports_kv_cache and kv_cache_problem(Plain(8, 2)) is None
+    assert Changed.supports_kv_cache is False
+    assert "Changed overrides `attend`" in kv_cache_problem(Changed(8, 2))
+    assert kv_cache_problem(Vouched(8, 2)) is None
+    assert "ChangedAgain overrides `project`" in kv_cache_problem(ChangedAgain(8, 2))
+
+
+
+@pytest.mark.parametrize("bad", ["float mask", "int mask", "static str", "batch changes",
+                                 "wide query"])
+def test_a_refused_forward_cached_leaves_the_cache_as_it_was(bad):
+    module, cache = MultiHeadAttention(8, 2), KeyValueCache()
+    x = torch.randn(2, 1, 8, generator=torch.Generator().manual_seed(0))
+    module.forward_cached(x, x, x, cache)
+    keys, values = cache.keys.clone(), cache.values.clone()
+    call = {
+        "float mask": lambda: module.forward_cached(x, x, x, cache, torch.ones(1, 2)),
+        "int mask": lambda: module.forward_cached(x, x, x, cache, torch.ones(1, 2, dtype=torch.long)),
+        "static str": lambda: module.forward_cached(x, x, x, cache, static="False"),
+        "batch changes": lambda: module.forward_cached(x[:1], x[:1], x[:1], cache),
+        "wide query": lambda: module.forward_cached(torch.randn(2, 1, 9), x, x, cache),
+    }[bad]
+    with pytest.raises((TypeError, ValueError)):  # the messages: tests/test_bad_inputs.py
+        call()
+    assert len(cache) == 1, "a refused call leaves the cache as it was"
+    assert torch.equal(cache.keys, keys) and torch.equal(cache.values, values)

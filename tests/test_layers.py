@@ -20,6 +20,7 @@ from lectures_lib.layers import (
     layer_norm,
     sublayer_connection,
 )
+from lectures_lib.positional import RotaryAttention
 
 from .transformer_helpers import D_FF, D_MODEL, HEADS, _padding
 
@@ -193,3 +194,13 @@ def test_a_decoder_stack_checks_each_mask_once(monkeypatch):
     assert checked == [(2, HEADS, 5, 5), (2, HEADS, 5, 4)], "each mask once, at the door"
     with pytest.raises(ValueError, match="mask"):
         decoder(x, memory, torch.ones(5, 4, dtype=torch.bool))
+
+
+# ---- bias reaches the factory -----------------------------------------------------------
+
+
+def test_bias_false_reaches_the_factory():
+    layer = EncoderLayer(8, 2, 16, bias=False, attention=partial(RotaryAttention, max_len=64))
+    assert layer.self_attn.q_proj.bias is None and layer.self_attn.out_proj.bias is None
+    assert EncoderLayer(8, 2, 16, attention=RotaryAttention).self_attn.q_proj.bias is not None
+

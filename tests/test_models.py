@@ -21,7 +21,7 @@ from lectures_lib.models import (
     make_src_mask,
     make_tgt_mask,
 )
-from lectures_lib.positional import sinusoidal_encoding
+from lectures_lib.positional import RotaryAttention, sinusoidal_encoding
 
 from .transformer_helpers import D_FF, D_MODEL, HEADS, _padding
 
@@ -259,3 +259,64 @@ def test_factories_are_checked():
         Transformer(8, 8, d_model=16, num_heads=2, cross_attention=lambda d, h, p: "attention")
     with pytest.raises(TypeError, match="factory"):
         EncoderTagger(8, 8, d_model=16, num_heads=2, attention="local")
+
+
+# ---- decode takes the source mask; positional_encoding -----------------------------------
+
+
+def _transformer(**kwargs):
+    torch.manual_seed(0)
+    return Transformer(7, 9, d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=2,
+                       d_ff=32, **kwargs).eval()
+
+
+
+def test_decode_with_src_mask_equals_decode_with_src_and_is_not_rebuilt(monkeypatch):
+    model = _transformer()
+    src = torch.tensor([[3, 4, 5, 0, 0], [6, 2, 3, 4, 1]])
+    tgt = torch.tensor([[1, 5, 6], [1, 2, 0]])
+    src_mask = make_src_mask(src, 0)
+    memory = model.encode(src, src_mask)
+    torch.testing.assert_close(model.decode(tgt, memory, src_mask), model.decode(tgt, memory, src=src))
+    import lectures_lib.models as models_module
+
+    calls = []
+    real = models_module.make_src_mask
+    monkeypatch.setattr(models_module, "make_src_mask", lambda *a: calls.append(1) or real(*a))
+    cache = model.init_cache()
+    for t in range(3):
+        model.decode_step(tgt[:, t : t + 1], memory, cache, src_mask)
+    assert calls == [], "decode_step with src_mask builds no mask from src"
+
+
+
+def test_decoders_build_the_source_mask_once(monkeypatch):
+    import lectures_lib.models as models_module
+    from lectures_lib.decoding import beam_search, greedy_decode
+
+    model = _transformer()
+    src = torch.tensor([[3, 4, 5, 0, 0], [6, 2, 3, 4, 1]])
+    for decode in (greedy_decode, partial(beam_search, beam_width=2)):
+        for use_cache in (True, False):
+            calls = []
+            real = models_module.make_src_mask
+            def spy(tokens, pad_id, real=real, calls=calls):
+                if tokens.shape[1] == src.shape[1]:  # a source mask (targets stay shorter)
+                    calls.append(1)
+                return real(tokens, pad_id)
+
+            monkeypatch.setattr(models_module, "make_src_mask", spy)
+            decode(model, src, max_len=3, bos_id=1, eos_id=2, pad_id=0, use_cache=use_cache)
+            monkeypatch.undo()
+            assert len(calls) == 1, f"{decode}: the source mask is built once, got {len(calls)}"
+
+
+
+def test_transformer_positional_encoding_option():
+    rotary = _transformer(encoder_attention=RotaryAttention, decoder_attention=RotaryAttention,
+                          positional_encoding=False)
+    assert rotary.src_embed.positional is None and rotary.tgt_embed.positional is None
+    assert _transformer().src_embed.positional is not None
+    src, tgt = torch.tensor([[3, 4, 5]]), torch.tensor([[1, 5]])
+    assert rotary(src, tgt).shape == (1, 2, 9)
+

@@ -5,7 +5,8 @@ What must hold for *every* input the contract admits, not only for the examples 
 * the fused path equals the explicit path (masks of every admitted shape, queries with no key);
 * each row of weights sums to 1, or to 0 when the query may attend to nothing; masked cells are
   exactly 0;
-* both equal PyTorch's ``F.scaled_dot_product_attention`` and ``nn.MultiheadAttention``;
+* both equal PyTorch's ``F.scaled_dot_product_attention`` (``nn.MultiheadAttention``: in
+  ``test_contract.py``, values, weights and gradients);
 * NaN inputs give the same output on both paths (the rule in ``scaled_dot_product_attention``);
 * in float16 and bfloat16, a masked key never gets weight, even when the allowed scores would
   overflow half precision.
@@ -20,10 +21,8 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
-from torch import nn
 
 from lectures_lib.attention import (
-    MultiHeadAttention,
     fused_attention,
     key_padding_mask,
     scaled_dot_product_attention,
@@ -154,51 +153,3 @@ def test_masked_keys_never_win_in_half_precision(dtype, n_q, n_k, d, seed):
                                atol=tolerance, rtol=0, msg=f"fused path in {dtype}")
     torch.testing.assert_close(weights.float().sum(-1), torch.ones(1, n_q), atol=tolerance,
                                rtol=0, msg=f"rows of weights sum to 1 in {dtype}")
-
-
-@st.composite
-def multi_head_settings(draw):
-    num_heads, d_head = draw(st.integers(1, 3)), draw(st.integers(1, 4))
-    batch, n_q, n_k = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.integers(1, 5))
-    self_attention = draw(st.booleans())
-    if self_attention:
-        n_k = n_q
-    kdim = None if self_attention else draw(st.sampled_from([None, 3, 5]))
-    vdim = None if self_attention else draw(st.sampled_from([None, 2, 6]))
-    return dict(num_heads=num_heads, d_model=num_heads * d_head, batch=batch, n_q=n_q, n_k=n_k,
-                self_attention=self_attention, kdim=kdim, vdim=vdim, bias=draw(st.booleans()),
-                causal=self_attention and draw(st.booleans()), padding=draw(st.booleans()),
-                seed=draw(st.integers(0, 2**31 - 1)))
-
-
-@given(multi_head_settings())
-def test_equals_nn_multihead_attention(s):
-    torch.manual_seed(s["seed"])
-    theirs = nn.MultiheadAttention(
-        s["d_model"], s["num_heads"], bias=s["bias"], kdim=s["kdim"], vdim=s["vdim"],
-        batch_first=True, dtype=torch.float64,
-    ).eval()
-    ours = MultiHeadAttention.from_torch(theirs)
-    query = torch.randn(s["batch"], s["n_q"], s["d_model"], dtype=torch.float64)
-    if s["self_attention"]:
-        key = value = query
-    else:
-        key = torch.randn(s["batch"], s["n_k"], s["kdim"] or s["d_model"], dtype=torch.float64)
-        value = torch.randn(s["batch"], s["n_k"], s["vdim"] or s["d_model"], dtype=torch.float64)
-    mask, torch_kwargs = None, {}
-    if s["padding"]:  # every sequence keeps at least its first key: no query is left without one
-        lengths = torch.randint(1, s["n_k"] + 1, (s["batch"],))
-        mask = key_padding_mask(lengths, s["n_k"])  # (batch, 1, 1, n_k), True = real key
-        torch_kwargs["key_padding_mask"] = ~mask[:, 0, 0, :]  # PyTorch: True = blocked
-    if s["causal"]:
-        causal = torch.ones(s["n_q"], s["n_k"], dtype=torch.bool).tril()
-        mask = causal[None, None] if mask is None else mask & causal
-        torch_kwargs["attn_mask"] = ~causal
-    expected, expected_weights = theirs(query, key, value, average_attn_weights=False,
-                                        **torch_kwargs)
-    out, weights = ours(query, key, value, mask)
-    fused_out, none = ours(query, key, value, mask, need_weights=False)
-    assert none is None
-    torch.testing.assert_close(out, expected, msg="output differs from nn.MultiheadAttention")
-    torch.testing.assert_close(weights, expected_weights, msg="per-head weights differ")
-    torch.testing.assert_close(fused_out, expected, msg="fused path differs")

@@ -16,6 +16,7 @@ from lectures_lib.utils import (
     get_device,
     inside_library,
     seed_everything,
+    validated,
 )
 
 
@@ -134,3 +135,44 @@ def test_validated_checks_once_at_the_door_and_trusts_inner_calls():
     with pytest.raises(ValueError, match="x must be >= 0"):
         inner(-1)
     assert inner.__validator__ is check_x and inner.__name__ == "inner"
+
+
+def test_a_method_name_makes_the_overridable_hook_the_door():
+    class Base:
+        def check_inputs(self, x):
+            if x < 0:
+                raise ValueError("x must be >= 0")
+
+        @validated("check_inputs")
+        def forward(self, x):
+            return x
+
+    class Strict(Base):  # extends the hook: its forward is checked by the extended hook
+        def check_inputs(self, x):
+            super().check_inputs(x)
+            if x > 9:
+                raise ValueError("x must be <= 9")
+
+    assert Base().forward(12) == 12
+    with pytest.raises(ValueError, match="<= 9"):
+        Strict().forward(12)
+    with pytest.raises(ValueError, match=">= 0"):
+        Strict().forward(-1)
+    with inside_library():  # inside the library the door is open, as for any validator
+        assert Strict().forward(12) == 12
+
+
+def test_every_setting_has_one_rule_that_names_it():
+    from lectures_lib._validate.settings import RULES, check_settings, settings
+
+    for name, rule in RULES.items():
+        with pytest.raises((TypeError, ValueError)) as caught:
+            rule(object(), name)
+        assert str(caught.value).startswith(name), (name, str(caught.value))
+    with pytest.raises(ValueError, match="dropout must be in \\[0, 1\\), got 1.5"):
+        check_settings(d_model=8, dropout=1.5)
+    door = settings("n", "window", "device")
+    door(4, 2)
+    door(4, window=0, device="cpu")
+    with pytest.raises(ValueError, match="window must be >= 0, got -1"):
+        door(4, window=-1)

@@ -71,8 +71,10 @@ def ensure_student_copies(notebooks: Path = NOTEBOOKS, student: Path = STUDENT) 
     """Write the student version of every notebook that ``student`` does not hold yet.
 
     A learner's existing copy is never overwritten (it holds their work); delete it to get a
-    fresh one. Returns the paths written.
+    fresh one. The copies written are trusted for the user (:func:`~.course.trust_notebooks`),
+    so their stored explorers are live. Returns the paths written.
     """
+    from course_tools.publish.copy import trust_notebooks
     from course_tools.publish.exercises import release
 
     written = []
@@ -83,6 +85,7 @@ def ensure_student_copies(notebooks: Path = NOTEBOOKS, student: Path = STUDENT) 
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(fresh, target)
                 written.append(target)
+    trust_notebooks(written)
     return written
 
 

@@ -13,6 +13,10 @@ notebooks holds::
 
 An existing file is never overwritten (it may be a learner's work) unless ``--force`` is given;
 the command says what it wrote and what it kept.
+
+The notebooks it writes are *trusted* for the user who runs it (:func:`trust_notebooks`: Jupyter's
+notebook signature, in that user's Jupyter data folder), so the attention explorer of 04 and 05
+is live the first time the learner opens a copy, without re-running its cell (issue 40).
 """
 
 from __future__ import annotations
@@ -28,6 +32,24 @@ from lectures_lib.utils import check_bool, check_path
 
 LANGUAGE_FOLDERS = {"en": "", "zh-Hans": "zh-Hans", "zh-Hant": "zh-Hant"}
 READMES = {"en": "README.md", "zh-Hans": "README.zh-CN.md", "zh-Hant": "README.zh-TW.md"}
+
+
+def trust_notebooks(paths) -> None:
+    """Sign ``paths`` (notebooks the course just wrote for the user running this) as trusted.
+
+    Jupyter's own mechanism (``jupyter trust``): the signature of each notebook's content goes
+    into the notebook database of the user's Jupyter data folder (``jupyter --data-dir``), so
+    JupyterLab, run by that user, shows their stored HTML outputs with their styles and scripts
+    (the attention explorer). A notebook changed afterwards is trusted again once its cells are
+    run, as any notebook is. Only the course's own notebooks are signed, never a learner's file.
+    """
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    notary = NotebookNotary()
+    for path in paths:
+        if Path(path).suffix == ".ipynb":
+            notary.sign(nbformat.read(path, as_version=4))
 
 
 @dataclass
@@ -96,6 +118,7 @@ def copy_course(dest: Path, *, student: bool = False, language: str = "en",
         if path.is_file():
             _put(dest / path.relative_to(source),
                  lambda target, p=path: shutil.copyfile(p, target), report, force)
+    trust_notebooks(report.written)
     return report
 
 

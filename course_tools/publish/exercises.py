@@ -204,6 +204,12 @@ def strip_solutions(source: str | list[str], cell_type: str = "code") -> str:
     return "".join(kept).rstrip()
 
 
+# The word for "exercises" in each edition (issue 22), as the exercise header below spells it: the
+# section heading ``## Exercises`` / ``## 练习`` / ``## 練習`` (issue 40: a heading matched in
+# English only made the Chinese student copies lose every output). A new edition adds its word.
+EXERCISE_WORDS = {"en": "Exercises", "zh-Hans": "练习", "zh-Hant": "練習"}
+_EXERCISE_WORD = "(?:" + "|".join(sorted({*EXERCISE_WORDS.values(), "Exercise"}, key=len,
+                                         reverse=True)) + ")"
 # English, or the Chinese notebooks' form (issue 22): **练习 N — 标题（P 分）。** (練習 in zh-Hant)
 EXERCISE_HEADER = re.compile(
     r"^\*\*(?:Exercise\s+|练习\s*|練習\s*)(?P<number>\d+)\s*[—–-]+\s*(?P<title>.*?)\s*"
@@ -325,12 +331,14 @@ def annotate_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     return annotated
 
 
-_EXERCISES_HEADING = re.compile(r"^##\s+Exercises?\b", re.MULTILINE)
+# ``## Exercises`` / ``## 练习`` / ``## 練習``: the heading of the exercise section, in any edition
+_EXERCISES_HEADING = re.compile(r"^##\s+" + _EXERCISE_WORD + r"(?![\w])", re.MULTILINE)
 
 
 def exercise_cells(nb) -> list[int]:
-    """Indices of the code cells of the ``## Exercises`` section, up to the next ``## `` heading
-    (every code cell when there is no such section). Tolerates malformed cells (submissions)."""
+    """Indices of the code cells of the ``## Exercises`` section (``## 练习``, ``## 練習`` in the
+    Chinese editions: :data:`EXERCISE_WORDS`), up to the next ``## `` heading (every code cell
+    when there is no such section). Tolerates malformed cells (submissions)."""
     def kind(cell):
         return cell.get("cell_type") if isinstance(cell, dict) else None
 
@@ -363,7 +371,15 @@ def release_notebook(nb: NotebookNode, name: str = "notebook") -> NotebookNode:
     student = annotate_notebook(nb, name)
     # Every output of the exercise section goes (a "predict, then run" cell's stored output is
     # the answer), and those of any solution or hidden-test cell; teaching outputs stay.
-    exercise_section = set(exercise_cells(student)) if find_exercises(student) else set()
+    exercise_section = set()
+    if find_exercises(student):
+        if not any(cell.cell_type == "markdown" and _EXERCISES_HEADING.search(_source(cell))
+                   for cell in student.cells):  # else every code cell would count as exercise
+            raise MarkerError(
+                f"{name}: it has exercises but no exercise section heading (one of "
+                f"{', '.join('## ' + word for word in EXERCISE_WORDS.values())}), so no teaching "
+                f"output could be told from an exercise's")
+        exercise_section = set(exercise_cells(student))
     for index, cell in enumerate(student.cells):
         try:
             regions = find_regions(cell.source)

@@ -6,7 +6,10 @@ English notebook, ``translations/zh-Hans/<stem>.md``: a sequence of blocks, one 
 
     <!-- en: <English cell id> sha256: <first 16 hex digits of sha256 of its source> -->
 
-and followed by the Simplified Chinese markdown of that cell. Code cells are never translated.
+and followed by the Simplified Chinese markdown of that cell. Code cells are never translated:
+the Simplified edition has the English code verbatim; the Traditional one has it with the Chinese
+in its strings and comments converted like the prose (:func:`~course_tools.translation.zh_hant.code_to_hant`:
+a plot title's 聚类 reads 聚類 in Taiwan), and nothing else changed.
 
 * ``generate`` writes ``notebooks/zh-Hans/<stem>.ipynb``: the English notebook with every markdown
   cell replaced by its block, code cells copied verbatim, each translated cell's metadata
@@ -49,8 +52,11 @@ from course_tools.translation.zh_hant import (  # noqa: F401  (the course's conv
     ZH_HANT_EXPECTED,
     ZH_HANT_TERMS,
     ZH_HANT_WRONG,
+    chinese_runs,
+    code_to_hant,
     for_taiwan,
     messages_zh_hant_source,
+    simplified_characters,
     to_hant,
     wrong_forms,
 )
@@ -215,6 +221,12 @@ def rewrite_links(text: str, language: str, folder: Path = NOTEBOOKS,
     return _LINK.sub(fix, text)
 
 
+def edition_code(source: str, language: str) -> str:
+    """An English code cell's source in ``language``'s edition: verbatim in the Simplified one
+    (the course's Chinese terms are Simplified), its Chinese converted in the Traditional one."""
+    return source if language == SOURCE_LANGUAGE else code_to_hant(source)
+
+
 def translate_notebook(nb: NotebookNode, blocks: list[Block], language: str = SOURCE_LANGUAGE,
                        source_name: str = "", folder: Path = NOTEBOOKS,
                        translations: Path = TRANSLATIONS,
@@ -230,6 +242,8 @@ def translate_notebook(nb: NotebookNode, blocks: list[Block], language: str = SO
     out = copy.deepcopy(nb)
     by_id = {block.cell_id: block for block in blocks}
     for cell in out.cells:
+        if cell.cell_type == "code":
+            cell.source = edition_code(source_of(cell), language)
         if cell.cell_type != "markdown":
             continue
         english = source_of(cell)
@@ -320,9 +334,12 @@ def compare_generated(english: NotebookNode, translated: NotebookNode, name: str
     for mine, source in zip(translated.cells, english.cells, strict=True):
         if mine.cell_type == "code":
             for part in parts:
-                if mine.get(part) != source.get(part):
+                want = (edition_code(source_of(source), language) if part == "source"
+                        else source.get(part))
+                if mine.get(part) != want:
                     found.append(f"{where}code cell {mine.id}: its {part} differs from the "
-                                 "English notebook's (code is never translated: regenerate)")
+                                 "English notebook's (code is never translated, its Chinese only "
+                                 "converted for zh-Hant: regenerate)")
     stem = Path(name).stem if name else ""
     path = translations / SOURCE_LANGUAGE / f"{stem}.md"
     if stem and path.is_file():

@@ -37,10 +37,20 @@ ZH_HANT_TERMS = {
     "全域性注意力": "全域注意力",  # global attention
     "全域性": "全域",
     "掩碼": "遮罩",  # mask
-    "啟用函式啟用": "激活函數激活",  # the notes' 激活函数激活 (activation function, applied)
-    "啟用函式": "激活函數",  # activation function
-    "啟用值": "激活值",  # activations (s2twp: 啟用 = "enable")
-    "啟用": "激活",  # the course never means "enable"
+    "啟用函式啟用": "激勵函數激勵",  # the notes' 激活函数激活 (activation function, applied)
+    "啟用函式": "激勵函數",  # activation function (Taiwan: 激勵函數, not the mainland 激活函數)
+    "啟用值": "激勵值",  # activations (s2twp: 啟用 = "enable")
+    "啟用": "激勵",  # the course never means "enable"
+    # issue 40: mainland words s2twp leaves as they are, in Taiwan's usage (one word per idea)
+    "歸一化": "正規化",  # normalise; layer / batch normalization: 層正規化 / 批正規化
+    "獨熱編碼（one-hot）": "one-hot 編碼", "獨熱向量（one-hot）": "one-hot 向量",
+    "獨熱編碼": "one-hot 編碼", "獨熱": "one-hot",  # one-hot (spaced from CJK: _SPACED)
+    "並行": "平行",  # parallel (training, decoding)
+    "清楚的報錯": "清楚的錯誤訊息", "報錯": "丟出錯誤",  # raise an error
+    "程序": "行程",  # s2twp's word for 进程 (an OS process); 程序 (a program) becomes 程式
+    "運行": "執行",  # run
+    "打分": "評分",  # score (a pair of tokens)
+    "丟擲": "拋出", "異常": "例外",  # raise an exception
     "矩母函式": "動差生成函數",  # moment-generating function
     "函式": "函數",  # the softmax function etc. are mathematical functions
     "引數": "參數",  # learned parameters (s2twp takes 参数 for a program's argument)
@@ -74,19 +84,19 @@ ZH_HANT_TERMS = {
 ZH_HANT_EXPECTED = {
     "注意力": "注意力", "自注意力": "自注意力", "多头注意力": "多頭注意力",
     "交叉注意力": "交叉注意力", "位置编码": "位置編碼", "残差连接": "殘差連接",
-    "层归一化": "層歸一化", "编码器": "編碼器", "解码器": "解碼器", "解码": "解碼",
+    "层归一化": "層正規化", "编码器": "編碼器", "解码器": "解碼器", "解码": "解碼",
     "查询": "查詢", "键": "鍵", "值": "值", "矩阵": "矩陣", "向量": "向量", "张量": "張量",
     "掩码": "遮罩", "因果掩码": "因果遮罩", "全连接网络": "全連接網路", "参数": "參數",
     "循环神经网络": "循環神經網路", "for 循环": "for 迴圈", "卷积神经网络": "卷積神經網路",
-    "激活函数": "激活函數", "softmax 函数": "softmax 函數", "语音识别": "語音辨識",
+    "激活函数": "激勵函數", "softmax 函数": "softmax 函數", "语音识别": "語音辨識",
     "像素": "像素", "局部注意力": "局部注意力", "全局注意力": "全域注意力",
     "信息": "資訊", "程序": "程式", "代码": "程式碼", "默认": "預設", "内存": "記憶體",
     "数据": "資料", "词嵌入": "詞嵌入", "感受野": "感受野", "帧": "幀",
     "在这个笔记本里": "在這個筆記本裡", "“可以关注”": "「可以關注」",
     # the review of issue 29: each of OpenCC's mis-readings, repaired
     "累积（前缀）和": "累積（前綴）和", "对整个前缀运行解码器": "對整個前綴執行解碼器",
-    "融合内核": "融合核心", "注册表": "註冊表", "激活值": "激活值",
-    "非线性激活函数激活": "非線性激活函數激活", "很多任务": "很多任務", "许多任务": "許多任務",
+    "融合内核": "融合核心", "注册表": "註冊表", "激活值": "激勵值",
+    "非线性激活函数激活": "非線性激勵函數激勵", "很多任务": "很多任務", "许多任务": "許多任務",
     "是只重写了一步的": "是只重寫了一步的", "批次里": "批次裡", "副本里": "副本裡",
     "分数里": "分數裡", "在这个单元格里": "在這個儲存格裡", "两个扩展": "兩個擴展",
     "你的系统": "你的系統", "镜像": "鏡像", "打印出来的数值": "印出來的數值", "从不打印": "從不印出",
@@ -94,6 +104,13 @@ ZH_HANT_EXPECTED = {
     "代码实现": "程式碼實作", "软件包": "套件", "返回最好的": "傳回最好的",
     "大数据集": "大資料集", "矩母函数": "動差生成函數", "钟表的表针": "鐘錶的錶針",
     "赞成 Pre-LN 的理由": "贊成 Pre-LN 的理由", "检索": "檢索", "逐步计算": "逐步計算",
+    # issue 40: the learner's review of the Taiwanese edition; the code cells' terms
+    "归一化": "正規化", "批归一化": "批正規化", "独热编码（one-hot）": "one-hot 編碼",
+    "所有独热向量": "所有 one-hot 向量", "并行训练": "平行訓練", "就会直接报错": "就會直接丟出錯誤",
+    "在一个新进程里测": "在一個新行程裡測", "在一个批次上运行同一个": "在一個批次上執行同一個",
+    "给查询和键打分": "給查詢和鍵評分", "抛出了异常": "拋出了例外", "哈希": "雜湊",
+    "聚类": "聚類", "矩阵乘法的顺序": "矩陣乘法的順序", "奇异值": "奇異值", "核函数": "核函數",
+    "人为设计": "人為設計", "学习出来": "學習出來", "机器学习": "機器學習",
 }
 
 # Forms a generated Traditional text must never contain: OpenCC's mis-readings of the Simplified
@@ -122,6 +139,15 @@ ZH_HANT_WRONG = {
     "軟體包": "套件 (package)",
     "大數據": "大資料",
     "窗口": "視窗 (a window)",
+    # issue 40: mainland words (the learner's review of the Taiwanese edition)
+    "歸一化": "正規化 (normalise)",
+    "獨熱": "one-hot (one-hot encoding)",
+    "並行": "平行 (parallel)",
+    "報錯": "丟出錯誤 (raise an error)",
+    "程序": "程式 (a program) or 行程 (a process)",
+    "運行": "執行 (run)",
+    "打分": "評分 (score)",
+    "異常": "例外 (an exception)",
 }
 _LEFT_AS_LI = re.compile(r"(?<![公鄰])里(?!程)")  # 里 left unconverted: always 裡 in this course
 
@@ -147,7 +173,48 @@ def to_hant(text: str) -> str:
     """
     converted = _TERMS.sub(lambda match: ZH_HANT_TERMS[match.group(0)],
                            _converter().convert(text))
-    return _LEFT_AS_LI.sub("裡", converted)
+    return _SPACED.sub(" ", _LEFT_AS_LI.sub("裡", converted))
+
+
+# "one-hot" written where 獨熱 stood: a space between it and a CJK neighbour, as the course spaces
+# every Latin word in Chinese text
+_SPACED = re.compile(r"(?<=[\u3400-\u9fff])(?=one-hot)|(?<=one-hot)(?=[\u3400-\u9fff])")
+# A code cell's Chinese: runs of CJK characters (with the spaces inside a run, 机 器 学 习)
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]+"
+                      r"(?:[ \t]+[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]+)*")
+
+
+def code_to_hant(source: str) -> str:
+    """A code cell for the Traditional edition: each run of Chinese in it (a plot title's term, a
+    comment) converted by :func:`to_hant`; every other character (the code) is left as it is."""
+    return _CJK_RUN.sub(lambda match: to_hant(match.group(0)), source)
+
+
+def chinese_runs(source: str) -> list[str]:
+    """The runs of Chinese in a text (a code cell's strings and comments)."""
+    return _CJK_RUN.findall(source)
+
+
+# Characters that OpenCC's s2tw would change but that are standard Traditional too (干擾, 上游)
+_ALSO_TRADITIONAL = set("干游")
+
+
+@lru_cache(maxsize=None)
+def _simplified_to_traditional():
+    import opencc
+
+    return opencc.OpenCC("s2tw")
+
+
+def simplified_characters(text: str) -> list[str]:
+    """The Simplified characters in a Traditional text, each with its context."""
+    convert = _simplified_to_traditional().convert
+    found = []
+    for index, char in enumerate(text):
+        if "\u3400" <= char <= "\u9fff" and char not in _ALSO_TRADITIONAL and convert(char) != char:
+            context = text[max(0, index - 8):index + 8].replace("\n", " ")
+            found.append(f"{char!r} (Simplified; {convert(char)!r}) in …{context}…")
+    return found
 
 
 def wrong_forms(text: str) -> list[str]:

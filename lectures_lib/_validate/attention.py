@@ -1,6 +1,8 @@
 """The rules of :mod:`lectures_lib.attention`: query/key/value and the mask, the heads, the
-module's sizes and its inputs (``mha_inputs`` is ``MultiHeadAttention.check_inputs``), positions,
-the cache.
+module's sizes and its inputs. ``mha_shape_check`` judges query, key, value, the masks and the
+cache together, as PyTorch's ``_mha_shape_check``; ``mha_inputs`` is
+``MultiHeadAttention.check_inputs`` (the door of ``forward``), ``mha_cached_inputs`` its
+``check_cached_inputs`` (the door of ``forward_cached``).
 """
 
 from __future__ import annotations
@@ -8,16 +10,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .._mask_check import check_mask, padding_shape
 from ..cache import KeyValueCache, kv_cache_problem
-from ..masks import with_key_padding
-from ..utils import (
-    check_bool,
-    check_positive_int,
-    check_probability,
-    check_qkv,
-    check_tensor,
-)
-from .masks import check_mask, padding_shape
+from ..utils import check_bool, check_positive_int, check_probability, check_qkv, check_tensor
+from .settings import check_settings
 
 
 def query_and_key(q: object, k: object) -> None:
@@ -41,13 +37,6 @@ def qkv_and_mask(
     check_probability(dropout_p, "dropout_p")
     if mask is not None:
         check_mask(mask, (*q.shape[:-1], k.shape[-2]))
-
-
-def self_attention_sizes(d_model: object, d_k: object, d_v: object, bias: object) -> None:
-    check_positive_int(d_model, "d_model")
-    check_positive_int(d_k if d_k is not None else d_model, "d_k")
-    check_positive_int(d_v if d_v is not None else d_model, "d_v")
-    check_bool(bias, "bias")
 
 
 def sequence(x: object, name: str, d_model: int) -> torch.Tensor:
@@ -99,20 +88,22 @@ def mha_weights(
 def mha_sizes(
     d_model: object, num_heads: object, dropout: object, bias: object, kdim: object, vdim: object
 ) -> None:
-    d_model = check_positive_int(d_model, "d_model")
-    num_heads = check_positive_int(num_heads, "num_heads")
+    check_settings(d_model=d_model, num_heads=num_heads)
     if d_model % num_heads != 0:
         raise ValueError(
             f"d_model={d_model} is not divisible by num_heads={num_heads}: every head gets "
             "d_head = d_model / num_heads features"
         )
-    check_positive_int(kdim if kdim is not None else d_model, "kdim")
-    check_positive_int(vdim if vdim is not None else d_model, "vdim")
-    check_probability(dropout, "dropout")
-    check_bool(bias, "bias")
+    check_settings(kdim=kdim, vdim=vdim, dropout=dropout, bias=bias)
 
 
-def _query_key_value(module: nn.Module, query: object, key: object, value: object) -> None:
+def mha_shape_check(
+    module: nn.Module, query: object, key: object, value: object, mask: object = None,
+    key_padding_mask: object = None, *, cache: object = None, static: bool = False,
+) -> None:
+    """Query, key and value ``(batch, seq, d_model | kdim | vdim)`` in the module's dtype, the
+    cache they extend, ``key_padding_mask`` ``(batch, n_keys)`` and ``mask`` against the scores
+    ``(batch, num_heads, n_queries, n_keys)``: judged together, once, at the door."""
     for name, t, size in (
         ("query", query, module.d_model),
         ("key", key, module.kdim),
@@ -143,16 +134,30 @@ def _query_key_value(module: nn.Module, query: object, key: object, value: objec
             f"{query.dtype} (convert the input with .to({weight.dtype}) or the module with "
             f".to({query.dtype}))"
         )
+    batch, n_queries, n_keys = query.shape[0], query.shape[1], key.shape[1]
+    if cache is not None:
+        if len(cache) and cache.keys.shape[0] != batch:
+            raise ValueError(
+                f"query has batch size {batch}, but the cache holds {cache.keys.shape[0]} rows: "
+                "a KeyValueCache belongs to one decoding run (start a new one, or reorder it)"
+            )
+        n_keys = len(cache) if static and len(cache) else len(cache) + n_keys
+    if key_padding_mask is not None:
+        padding_shape(key_padding_mask, "key_padding_mask", batch, n_keys)
+    if mask is not None:
+        check_mask(mask, (batch, module.num_heads, n_queries, n_keys))
 
 
 def mha_inputs(
-    module: nn.Module, query: object, key: object, value: object, mask: object, need_weights: object
+    module: nn.Module, query: object, key: object, value: object, mask: object = None,
+    need_weights: object = True, *, key_padding_mask: object = None, positions: object = None,
 ) -> None:
-    """``MultiHeadAttention.check_inputs``: shapes, dtypes, the mask, ``need_weights``."""
-    _query_key_value(module, query, key, value)
-    if mask is not None:
-        check_mask(mask, (query.shape[0], module.num_heads, query.shape[1], key.shape[1]))
+    """``MultiHeadAttention.check_inputs``, the door of ``forward``: the shapes, the masks,
+    ``need_weights``, the positions."""
+    mha_shape_check(module, query, key, value, mask, key_padding_mask)
     check_bool(need_weights, "need_weights")
+    if positions is not None:
+        token_positions(positions, query, key)
 
 
 def position_values(positions: object) -> torch.Tensor:
@@ -183,36 +188,12 @@ def token_positions(positions: object, query: object, key: object) -> None:
         )
 
 
-def mha_forward(
-    self: nn.Module,
-    query: object,
-    key: object,
-    value: object,
-    mask: object = None,
-    need_weights: object = True,
-    *,
-    key_padding_mask: object = None,
-    positions: object = None,
-) -> None:
-    """``MultiHeadAttention.forward``: the overridable ``check_inputs`` hook sees the mask the
-    steps will see (``mask`` AND ``key_padding_mask``). Without ``key_padding_mask`` the hook is
-    the one pass; with it, query/key/value are checked first, since the padding's shape is read
-    from them."""
-    if key_padding_mask is not None:
-        _query_key_value(self, query, key, value)
-        padding_shape(key_padding_mask, "key_padding_mask", query.shape[0], key.shape[1])
-        if mask is not None:
-            check_mask(mask, (query.shape[0], self.num_heads, query.shape[1], key.shape[1]))
-    self.check_inputs(query, key, value, with_key_padding(mask, key_padding_mask), need_weights)
-    if positions is not None:
-        token_positions(positions, query, key)
-
-
 def mha_cached_inputs(
-    module: nn.Module, query: object, key: object, value: object, cache: object, mask: object,
-    static: object,
+    module: nn.Module, query: object, key: object, value: object, cache: object,
+    mask: object = None, *, static: object = False,
 ) -> None:
-    """``MultiHeadAttention.check_cached_inputs``: as ``forward``, plus the cache."""
+    """``MultiHeadAttention.check_cached_inputs``, the door of ``forward_cached``: as
+    ``forward``, plus the cache."""
     check_bool(static, "static")
     problem = kv_cache_problem(module)
     if problem:
@@ -221,23 +202,7 @@ def mha_cached_inputs(
         raise ValueError(kv_cache_problem(module, static=True))
     if not isinstance(cache, KeyValueCache):
         raise TypeError(f"cache must be a KeyValueCache, got {type(cache).__name__}")
-    _query_key_value(module, query, key, value)
-    batch, n_new = query.shape[0], query.shape[1]
-    if len(cache) and cache.keys.shape[0] != batch:
-        raise ValueError(
-            f"query has batch size {batch}, but the cache holds {cache.keys.shape[0]} rows: a "
-            "KeyValueCache belongs to one decoding run (start a new one, or reorder it)"
-        )
-    n_keys = len(cache) if static and len(cache) else len(cache) + key.shape[1]
-    if mask is not None:
-        check_mask(mask, (batch, module.num_heads, n_new, n_keys))
-
-
-def mha_forward_cached(
-    self: nn.Module, query: object, key: object, value: object, cache: object, mask: object = None,
-    *, static: object = False,
-) -> None:
-    self.check_cached_inputs(query, key, value, cache, mask, static)
+    mha_shape_check(module, query, key, value, mask, cache=cache, static=static)
 
 
 def torch_mha(module: object) -> None:

@@ -9,12 +9,8 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
-from ..utils import (
-    check_bool,
-    check_non_negative_int,
-    check_positive_int,
-    check_tensor,
-)
+from ..utils import check_non_negative_int, check_tensor
+from .settings import check_settings
 
 
 def decoder_model(model: object) -> None:
@@ -70,45 +66,36 @@ def decoded_logits(logits: object, tokens: torch.Tensor, ids: tuple[int, ...], m
         )
 
 
-def _decoder_args(model, src, max_len, bos_id, eos_id, pad_id, return_scores, suppress_bos) -> None:
-    decoder_model(model)
-    decoder_src(src)
-    check_positive_int(max_len, "max_len")
-    special_ids(bos_id, eos_id, pad_id, model)
-    check_bool(return_scores, "return_scores")
-    check_bool(suppress_bos, "suppress_bos")
-
-
 def greedy_args(model, src, max_len, bos_id, eos_id, pad_id, *, return_scores=False,
                 use_cache=True, suppress_bos=True) -> None:
-    _decoder_args(model, src, max_len, bos_id, eos_id, pad_id, return_scores, suppress_bos)
-    check_bool(use_cache, "use_cache")
+    """The door of every decoder: the model, the source, the special ids, the settings."""
+    decoder_model(model)
+    decoder_src(src)
+    check_settings(max_len=max_len)
+    special_ids(bos_id, eos_id, pad_id, model)
+    check_settings(return_scores=return_scores, suppress_bos=suppress_bos, use_cache=use_cache)
 
 
 def sampling_args(model, src, max_len, bos_id, eos_id, pad_id, *, temperature=1.0, top_k=None,
                   generator=None, return_scores=False, suppress_bos=True) -> None:
-    _decoder_args(model, src, max_len, bos_id, eos_id, pad_id, return_scores, suppress_bos)
+    greedy_args(model, src, max_len, bos_id, eos_id, pad_id, return_scores=return_scores,
+                suppress_bos=suppress_bos)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
         raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
     if not (temperature > 0 and math.isfinite(temperature)):
         raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
-    if top_k is not None:
-        check_positive_int(top_k, "top_k")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
-        )
+    check_settings(top_k=top_k, generator=generator)
 
 
 def beam_args(model, src, beam_width, max_len, bos_id, eos_id, pad_id, length_penalty=0.0, *,
               return_scores=False, use_cache=True, suppress_bos=True) -> None:
-    _decoder_args(model, src, max_len, bos_id, eos_id, pad_id, return_scores, suppress_bos)
-    check_positive_int(beam_width, "beam_width")
+    greedy_args(model, src, max_len, bos_id, eos_id, pad_id, return_scores=return_scores,
+                use_cache=use_cache, suppress_bos=suppress_bos)
+    check_settings(beam_width=beam_width)
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
         raise TypeError(f"length_penalty must be a number, got {type(length_penalty).__name__}")
     if not (length_penalty >= 0 and math.isfinite(length_penalty)):
         raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty}")
-    check_bool(use_cache, "use_cache")
 
 
 def scoring_args(model, src, output, bos_id, eos_id, pad_id, *, suppress_bos=True) -> None:
@@ -116,7 +103,7 @@ def scoring_args(model, src, output, bos_id, eos_id, pad_id, *, suppress_bos=Tru
     decoder_src(src)
     check_tensor(output, "output", ndim=2, dtype="integer")
     special_ids(bos_id, eos_id, pad_id, model)
-    check_bool(suppress_bos, "suppress_bos")
+    check_settings(suppress_bos=suppress_bos)
     if output.shape[0] != src.shape[0] or output.shape[1] == 0:
         raise ValueError(
             f"output must have shape (batch={src.shape[0]}, n_out >= 1), got {tuple(output.shape)}"
@@ -150,12 +137,11 @@ def prediction_rows(predictions, targets, *, eos_id=None, pad_id=0, reduce=True)
         )
     if not len(targets):
         raise ValueError("exact_match needs at least one example, got none")
-    check_bool(reduce, "reduce")
+    check_settings(reduce=reduce)
 
 
 def bleu_args(candidate, reference, max_n=4, smooth=True) -> None:
-    check_positive_int(max_n, "max_n")
-    check_bool(smooth, "smooth")
+    check_settings(max_n=max_n, smooth=smooth)
     for name, tokens in (("candidate", candidate), ("reference", reference)):
         if isinstance(tokens, (str, torch.Tensor)) or not isinstance(tokens, Sequence):
             raise TypeError(f"{name} must be a list of tokens, got {type(tokens).__name__}")

@@ -7,13 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..utils import (
-    check_bool,
-    check_non_negative_int,
-    check_positive_int,
-    check_probability,
-    check_tensor,
-)
+from ..utils import check_non_negative_int, check_tensor
+from .settings import check_settings
 
 
 def token_ids(tokens: object, name: str, vocab_size: int) -> torch.Tensor:
@@ -31,15 +26,10 @@ def token_ids(tokens: object, name: str, vocab_size: int) -> torch.Tensor:
 
 def embedding_sizes(vocab_size: object, d_model: object, max_len: object, dropout: object,
                     pad_id: object, positional_encoding: object) -> None:
-    check_positive_int(vocab_size, "vocab_size")
-    check_positive_int(d_model, "d_model")
-    check_positive_int(max_len, "max_len")
-    if pad_id is not None:
-        check_non_negative_int(pad_id, "pad_id")
-        if pad_id >= vocab_size:
-            raise ValueError(f"pad_id={pad_id} is not an id of a vocabulary of {vocab_size}")
-    check_bool(positional_encoding, "positional_encoding")
-    check_probability(dropout, "dropout")
+    check_settings(vocab_size=vocab_size, d_model=d_model, max_len=max_len, pad_id=pad_id)
+    if pad_id is not None and pad_id >= vocab_size:
+        raise ValueError(f"pad_id={pad_id} is not an id of a vocabulary of {vocab_size}")
+    check_settings(positional_encoding=positional_encoding, dropout=dropout)
 
 
 def embedding_inputs(module: nn.Module, tokens: object, name: str = "tokens") -> None:

@@ -1,62 +1,20 @@
-"""The rules of :mod:`lectures_lib.layers`: layer norm, the residual connection, the
-feed-forward block, the attention factories, the layers' inputs, PyTorch layers.
+"""The rules of :mod:`lectures_lib.layers`: layer norm, the residual connection, the attention
+factories, the layers' inputs (``EncoderLayer.check_inputs`` and ``DecoderLayer.check_inputs`` are
+the doors of their ``forward``), PyTorch layers.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable
 
-import torch
-import torch.nn.functional as F
 from torch import nn
 
+from .._mask_check import check_mask
 from ..cache import KeyValueCache, kv_cache_problem
-from ..utils import (
-    check_bool,
-    check_positive_int,
-    check_probability,
-    check_tensor,
-)
+from ..utils import check_bool, check_tensor
 from .attention import sequence
-from .masks import check_mask
-
-_ACTIVATION_NAMES = ("relu", "gelu")
-
-
-def activation_name(activation: object) -> str:
-    """Map ``"relu"``/``"gelu"``, ``F.relu``/``F.gelu`` or ``nn.ReLU()``/``nn.GELU()`` to a name."""
-    if isinstance(activation, str) and activation in _ACTIVATION_NAMES:
-        return activation
-    if activation is F.relu or activation is torch.relu or isinstance(activation, nn.ReLU):
-        return "relu"
-    if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
-        return "gelu"
-    raise ValueError(
-        "activation must be 'relu' or 'gelu' (or F.relu / torch.relu / F.gelu / nn.ReLU() / "
-        f"nn.GELU()), got {activation!r}"
-    )
-
-
-def positive_eps(eps: object, name: str) -> float:
-    """A LayerNorm epsilon: a finite real number > 0."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise TypeError(f"{name} must be a float > 0, got {type(eps).__name__} ({eps!r})")
-    if not (math.isfinite(eps) and eps > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {eps!r}")
-    return float(eps)
-
-
-def factory_or_none(factory: object, name: str) -> None:
-    if factory is None:
-        return
-    if isinstance(factory, nn.Module) or not callable(factory):
-        raise TypeError(
-            f"{name} must be None or a factory: a callable factory(d_model, num_heads, dropout) "
-            "-> module, e.g. a class or functools.partial(LocalAttention, window=4); got "
-            f"{type(factory).__name__} (pass the class, not an instance: every layer builds its own)"
-        )
+from .settings import positive_eps
 
 
 def factory_takes_bias(factory: Callable, name: str) -> None:
@@ -115,45 +73,20 @@ def sublayer_inputs(x: object, sublayer: object, norm: object, norm_first: objec
     check_bool(norm_first, "norm_first")
 
 
-def feed_forward_sizes(d_model: object, d_ff: object, dropout: object, activation: object,
-                       bias: object) -> None:
-    check_positive_int(d_model, "d_model")
-    check_positive_int(d_ff, "d_ff")
-    check_bool(bias, "bias")
-    activation_name(activation)
-    check_probability(dropout, "dropout")
-
-
 def feed_forward_inputs(self: nn.Module, x: object) -> None:
     sequence(x, "x", self.d_model)
 
 
-def layer_settings(d_model: object, num_heads: object, dropout: object, norm_first: object,
-                   layer_norm_eps: object, bias: object, **factories: object) -> None:
-    check_probability(dropout, "dropout")
-    check_positive_int(d_model, "d_model")
-    check_positive_int(num_heads, "num_heads")
-    check_bool(norm_first, "norm_first")
-    positive_eps(layer_norm_eps, "layer_norm_eps")
-    check_bool(bias, "bias")
-    for name, value in factories.items():
-        factory_or_none(value, name)
-
-
-def encoder_layer_inputs(module: nn.Module, x: object, mask: object, need_weights: object) -> None:
+def encoder_layer_inputs(module: nn.Module, x: object, mask: object = None,
+                         need_weights: object = False) -> None:
     sequence(x, "x", module.d_model)
     if mask is not None:
         check_mask(mask, (x.shape[0], module.num_heads, x.shape[1], x.shape[1]))
     check_bool(need_weights, "need_weights")
 
 
-def encoder_layer_hook(self: nn.Module, x: object, mask: object = None,
-                       need_weights: object = False) -> None:
-    self.check_inputs(x, mask, need_weights)
-
-
-def decoder_layer_inputs(module: nn.Module, x: object, memory: object, tgt_mask: object,
-                         memory_mask: object, need_weights: object) -> None:
+def decoder_layer_inputs(module: nn.Module, x: object, memory: object, tgt_mask: object = None,
+                         memory_mask: object = None, need_weights: object = False) -> None:
     sequence(x, "x", module.d_model)
     sequence(memory, "memory", module.d_model)
     if memory.shape[0] != x.shape[0]:
@@ -169,32 +102,23 @@ def decoder_layer_inputs(module: nn.Module, x: object, memory: object, tgt_mask:
     check_bool(need_weights, "need_weights")
 
 
-def decoder_layer_hook(self: nn.Module, x: object, memory: object, tgt_mask: object = None,
-                       memory_mask: object = None, need_weights: object = False) -> None:
-    self.check_inputs(x, memory, tgt_mask, memory_mask, need_weights)
-
-
-def cache_pair(cache: object) -> None:
+def decoder_layer_cached_inputs(self: nn.Module, x: object, memory: object, cache: object,
+                                tgt_mask: object = None, memory_mask: object = None) -> None:
+    sequence(x, "x", self.d_model)
+    sequence(memory, "memory", self.d_model)
     if not (isinstance(cache, tuple) and len(cache) == 2
             and all(isinstance(c, KeyValueCache) for c in cache)):
         raise TypeError(
             "cache must be a tuple (self_cache, cross_cache) of two KeyValueCache, got "
             f"{type(cache).__name__}"
         )
-
-
-def decoder_layer_cached_inputs(self: nn.Module, x: object, memory: object, cache: object,
-                                tgt_mask: object = None, memory_mask: object = None) -> None:
-    sequence(x, "x", self.d_model)
-    sequence(memory, "memory", self.d_model)
-    cache_pair(cache)
     for name in ("self_attn", "cross_attn"):
         problem = kv_cache_problem(getattr(self, name), static=name == "cross_attn")
         if problem:
             raise TypeError(f"{name}: {problem}")
     self_cache, cross_cache = cache
-    self.self_attn.check_cached_inputs(x, x, x, self_cache, tgt_mask, False)
-    self.cross_attn.check_cached_inputs(x, memory, memory, cross_cache, memory_mask, True)
+    self.self_attn.check_cached_inputs(x, x, x, self_cache, tgt_mask, static=False)
+    self.cross_attn.check_cached_inputs(x, memory, memory, cross_cache, memory_mask, static=True)
 
 
 def torch_layer_type(module: object, expected: type) -> None:

@@ -8,23 +8,17 @@ from collections.abc import Callable
 
 from torch import nn
 
+from .._mask_check import check_mask
 from ..cache import DecoderCache, kv_cache_problem
-from ..utils import (
-    check_bool,
-    check_non_negative_int,
-    check_positive_int,
-    check_tensor,
-)
+from ..utils import check_bool, check_non_negative_int, check_tensor
 from .attention import sequence
 from .embedding import token_ids
 from .layers import decoder_layer_cached_inputs
-from .masks import check_mask
+from .settings import check_settings
 
 
 def stack_settings(layer: object, num_layers: object, final_norm: object, kind: type) -> None:
-    check_positive_int(num_layers, "num_layers")
-    if final_norm is not None:
-        check_bool(final_norm, "final_norm")
+    check_settings(num_layers=num_layers, final_norm=final_norm)
     if isinstance(layer, nn.Module):
         if not isinstance(layer, kind):
             raise TypeError(f"expected a {kind.__name__} as template, got {type(layer).__name__}")
@@ -45,14 +39,9 @@ def distinct_layers(layers: list[object], kind: type) -> None:
         raise ValueError("the layer factory returned the same layer twice: layers would share")
 
 
-def encoder_stack_inputs(self: nn.Module, x: object, mask: object = None,
-                         need_weights: object = False) -> None:
-    self.layers[0].check_inputs(x, mask, need_weights)
-
-
-def decoder_stack_inputs(self: nn.Module, x: object, memory: object, tgt_mask: object = None,
-                         memory_mask: object = None, need_weights: object = False) -> None:
-    self.layers[0].check_inputs(x, memory, tgt_mask, memory_mask, need_weights)
+def first_layer_inputs(stack: nn.Module, *args: object, **kwargs: object) -> None:
+    """The door of a stack's ``forward``: its inputs are its first layer's (``check_inputs``)."""
+    stack.layers[0].check_inputs(*args, **kwargs)
 
 
 def decoder_stack_cached_inputs(self: nn.Module, x: object, memory: object, caches: object,
@@ -66,22 +55,14 @@ def decoder_stack_cached_inputs(self: nn.Module, x: object, memory: object, cach
         decoder_layer_cached_inputs(layer, x, memory, cache, tgt_mask, memory_mask)
 
 
-def token_tensor(src: object, pad_id: object, name: str = "src") -> None:
-    check_tensor(src, name, ndim=2, dtype="integer")
-    if pad_id is not None:
-        check_non_negative_int(pad_id, "pad_id")
-
-
-def src_for_mask(src: object, pad_id: object) -> None:
-    token_tensor(src, pad_id)
-
-
-def tgt_for_mask(tgt: object, pad_id: object) -> None:
-    token_tensor(tgt, pad_id, "tgt")
-
-
-def label_count(num_labels: object) -> None:
-    check_positive_int(num_labels, "num_labels")
+def ids_for_mask(name: str) -> Callable[..., None]:
+    """The door rule of ``make_<name>_mask(<name>, pad_id)``: ids ``(batch, n)``, an id or None."""
+    def rule(tokens: object = None, pad_id: object = None, **named: object) -> None:
+        tokens = named.get(name, tokens)
+        check_tensor(tokens, name, ndim=2, dtype="integer")
+        if pad_id is not None:
+            check_non_negative_int(pad_id, "pad_id")
+    return rule
 
 
 def _num_heads(encoder_or_decoder: nn.Module) -> int:
@@ -97,13 +78,6 @@ def tagger_inputs(self: nn.Module, tokens: object, mask: object = None,
     check_bool(need_weights, "need_weights")
 
 
-def vocab_sizes(src_vocab_size: object, tgt_vocab_size: object,
-                positional_encoding: object) -> None:
-    check_positive_int(src_vocab_size, "src_vocab_size")
-    check_positive_int(tgt_vocab_size, "tgt_vocab_size")
-    check_bool(positional_encoding, "positional_encoding")
-
-
 def encode_inputs(self: nn.Module, src: object, src_mask: object = None,
                   need_weights: object = False) -> None:
     self.src_embed.check_inputs(src, "src")
@@ -113,8 +87,9 @@ def encode_inputs(self: nn.Module, src: object, src_mask: object = None,
     check_bool(need_weights, "need_weights")
 
 
-def _decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: object,
-                   tgt_mask: object, memory_mask: object, need_weights: object) -> None:
+def decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: object = None,
+                  tgt_mask: object = None, memory_mask: object = None, need_weights: object = False,
+                  *, src: object = None) -> None:
     self.tgt_embed.check_inputs(tgt, "tgt")
     sequence(memory, "memory", self.d_model)
     if memory.shape[0] != tgt.shape[0]:
@@ -130,25 +105,16 @@ def _decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: objec
     if memory_mask is not None:
         check_mask(memory_mask, (batch, num_heads, n_tgt, n_src))
     check_bool(need_weights, "need_weights")
-
-
-def _src_against_memory(self: nn.Module, src: object, memory: object) -> None:
+    if src is None:
+        return
     token_ids(src, "src", self.src_vocab_size)
     if tuple(src.shape) != tuple(memory.shape[:2]):
         raise ValueError(
             f"src {tuple(src.shape)} does not match memory {tuple(memory.shape)}: "
             "expected the same (batch, n_src)"
         )
-
-
-def decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: object = None,
-                  tgt_mask: object = None, memory_mask: object = None, need_weights: object = False,
-                  *, src: object = None) -> None:
-    _decode_inputs(self, tgt, memory, src_mask, tgt_mask, memory_mask, need_weights)
-    if src is not None:
-        _src_against_memory(self, src, memory)
-        if src_mask is not None:
-            raise ValueError("give the source padding as src_mask or as src, not both")
+    if src_mask is not None:
+        raise ValueError("give the source padding as src_mask or as src, not both")
 
 
 def decode_step_inputs(self: nn.Module, tgt: object, memory: object, cache: object,
@@ -183,9 +149,3 @@ def cacheable_decoder(layers: nn.ModuleList) -> None:
             problem = kv_cache_problem(getattr(layer, name), static=name == "cross_attn")
             if problem:
                 raise TypeError(f"decoder layer {index} {name}: {problem}")
-
-
-def callable_returning(value: object, name: str, signature: str) -> Callable:
-    if not callable(value):
-        raise TypeError(f"{name} must be a callable {signature}, got {type(value).__name__}")
-    return value

@@ -4,47 +4,14 @@ table, rotary pairs.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from ..utils import (
-    check_device,
-    check_positive_float,
-    check_positive_int,
-    check_tensor,
-)
+from ..utils import check_tensor
 from .attention import position_values
+from .settings import check_settings, frequency_base, settings
 
-
-def frequency_base(base: object) -> float:
-    if isinstance(base, bool) or not isinstance(base, (int, float)):
-        raise TypeError(f"base must be a number, got {type(base).__name__} ({base!r})")
-    if not (math.isfinite(base) and base > 1):
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
-    return float(base)
-
-
-def floating_dtype(dtype: object) -> None:
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-
-
-def sinusoidal_table_args(
-    n_positions: object, d_model: object, *, base: object = 10000.0,
-    dtype: object = torch.float32, device: object = None,
-) -> None:
-    check_positive_int(n_positions, "n_positions")
-    check_positive_int(d_model, "d_model")
-    frequency_base(base)
-    floating_dtype(dtype)
-    check_device(device)
-
-
-def encoding_sizes(d_model: object, max_len: object) -> None:
-    check_positive_int(d_model, "d_model")
-    check_positive_int(max_len, "max_len")
+sinusoidal_table_args = settings("n_positions", "d_model", "base", "dtype", "device")
 
 
 def _positions_input(self: nn.Module, x: object, too_long: str) -> None:
@@ -64,31 +31,18 @@ def within_sinusoidal_table(self: nn.Module, x: object) -> None:
                               "with a larger max_len")
 
 
-def learned_table_sizes(max_len: object, d_model: object, init_std: object) -> None:
-    check_positive_int(max_len, "max_len")
-    check_positive_int(d_model, "d_model")
-    check_positive_float(init_std, "init_std")
-
-
 def within_learned_table(self: nn.Module, x: object) -> None:
     _positions_input(self, x, "LearnedPositionalEmbedding only has vectors for max_len={max_len} "
                               "positions; a learned table cannot be extended to positions it "
                               "never had")
 
 
-def _even_d_head(d_head: object) -> None:
-    d_head = check_positive_int(d_head, "d_head")
-    if d_head % 2:
-        raise ValueError(f"rotary embedding rotates feature pairs: d_head must be even, got {d_head}")
-
-
 def rotary_angle_args(
     positions: object, d_head: object, base: object = 10000.0, dtype: object = torch.float32
 ) -> None:
-    _even_d_head(d_head)
-    frequency_base(base)
+    check_settings(d_head=d_head, base=base)
     position_values(positions)
-    floating_dtype(dtype)
+    check_settings(dtype=dtype)
 
 
 def rotatable_x(x: object, positions: object = None, base: object = 10000.0) -> None:
@@ -115,12 +69,6 @@ def rotatable_x(x: object, positions: object = None, base: object = 10000.0) -> 
         )
 
 
-def rotary_table_sizes(d_head: object, max_len: object, base: object) -> None:
-    _even_d_head(d_head)
-    check_positive_int(max_len, "max_len")
-    frequency_base(base)
-
-
 def rotary_module_inputs(self: nn.Module, x: object, positions: object = None) -> None:
     check_tensor(x, "x", dtype="floating")
     if x.dim() < 2 or x.shape[-1] != self.d_head:
@@ -131,14 +79,13 @@ def rotary_module_inputs(self: nn.Module, x: object, positions: object = None) -
         rotatable_x(x, positions, self.base)
 
 
-def rotary_heads(module: nn.Module, name: str, max_len: object, base: object) -> None:
+def rotary_heads(module: nn.Module, max_len: object, base: object) -> None:
     if module.d_head % 2:
         raise ValueError(
             f"rotary attention needs an even d_head = d_model / num_heads, got "
             f"d_model={module.d_model}, num_heads={module.num_heads} (d_head={module.d_head})"
         )
-    check_positive_int(max_len, "max_len")
-    frequency_base(base)
+    check_settings(max_len=max_len, base=base)
 
 
 def self_attention_only(module: nn.Module, name: str) -> None:

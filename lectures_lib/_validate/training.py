@@ -1,31 +1,18 @@
 """The rules of :mod:`lectures_lib.training`: datasets, what ``forward_fn`` returns, the
-schedule, ``fit``'s and ``evaluate``'s settings, and the loop's finite-loss guards.
+schedule, ``fit``'s and ``evaluate``'s settings, and the messages of the loop's finite-loss
+guards (the loop itself decides what to undo).
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from ..utils import (
-    check_bool,
-    check_device,
-    check_positive_int,
-    check_tensor,
-)
+from ..utils import check_tensor
+from .settings import check_settings, finite_number
 
-
-def finite_number(value: object, name: str, *, low: float, inclusive: bool) -> float:
-    """A finite real number ``> low`` (or ``>= low`` when ``inclusive``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
-    ok = value >= low if inclusive else value > low
-    if not (math.isfinite(value) and ok):
-        relation = ">=" if inclusive else ">"
-        raise ValueError(f"{name} must be a finite number {relation} {low:g}, got {value!r}")
-    return float(value)
+#: The named learning-rate schedules (``lectures_lib.training.SCHEDULES`` is this tuple).
+SCHEDULES = ("warmup_cosine", "one_cycle", "constant")
 
 
 def optional_callable(value: object, name: str, signature: str) -> None:
@@ -118,10 +105,10 @@ def evaluate_args(model, data, *, batch_size=512, forward_fn=None, ignore_index=
                   device=None) -> None:
     a_module(model)
     dataset(data, "data")
-    check_positive_int(batch_size, "batch_size")
+    check_settings(batch_size=batch_size)
     optional_callable(forward_fn, "forward_fn", "forward_fn(model, batch) -> (logits, targets)")
     ignore_id(ignore_index)
-    check_device(device)
+    check_settings(device=device)
 
 
 def nonempty_history(values: list) -> None:
@@ -135,26 +122,21 @@ def nothing_counted(total: int, ignore_index: object, name: str, what: str) -> N
 
 
 def schedule_args(optimizer: object, total_steps: object, schedule: object = "warmup_cosine",
-                  warmup: object = 0.1,
-                  schedules: tuple[str, ...] = ("warmup_cosine", "one_cycle", "constant")) -> None:
+                  warmup: object = 0.1) -> None:
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(
             f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
         )
-    check_positive_int(total_steps, "total_steps")
-    if schedule not in schedules:
-        raise ValueError(f"schedule must be one of {schedules} or a factory, got {schedule!r}")
+    check_settings(total_steps=total_steps)
+    named_schedule(schedule, warmup)
+
+
+def named_schedule(schedule: object, warmup: object) -> None:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES} or a factory, got {schedule!r}")
     warmup = finite_number(warmup, "warmup", low=0.0, inclusive=True)
     if warmup >= 1:
         raise ValueError(f"warmup is a fraction of the steps, in [0, 1), got {warmup!r}")
-
-
-def schedule_factory(schedule: object, schedules: tuple[str, ...]) -> None:
-    if not isinstance(schedule, str) and not callable(schedule):
-        raise TypeError(
-            f"schedule must be one of {schedules} or a factory(optimizer, total_steps) -> "
-            f"scheduler, got {type(schedule).__name__}"
-        )
 
 
 def scheduler(scheduler: object) -> None:
@@ -181,32 +163,30 @@ def fit_args(model, train_data, *, epochs, batch_size=64, lr=3e-3, schedule="war
     a_module(model)
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("model has no trainable parameters (none with requires_grad=True)")
-    check_positive_int(epochs, "epochs")
-    check_positive_int(batch_size, "batch_size")
-    finite_number(lr, "lr", low=0.0, inclusive=False)
-    finite_number(weight_decay, "weight_decay", low=0.0, inclusive=True)
-    if grad_clip is not None:
-        finite_number(grad_clip, "grad_clip", low=0.0, inclusive=False)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} ({seed!r})")
+    check_settings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                   grad_clip=grad_clip)
+    check_settings(seed=seed)
     if not isinstance(warmup, (int, float)) or isinstance(warmup, bool) or not 0 <= warmup < 1:
         raise ValueError(f"warmup is a fraction of the steps, in [0, 1), got {warmup!r}")
     ignore_id(ignore_index)
-    check_bool(progress, "progress")
+    check_settings(progress=progress)
     if not isinstance(desc, str):
         raise TypeError(f"desc must be a str (the progress bar's label), got {type(desc).__name__} ({desc!r})")
     optional_callable(forward_fn, "forward_fn", "forward_fn(model, batch) -> (logits, targets)")
     optional_callable(after_step, "after_step", "after_step(step, model)")
     optional_callable(after_epoch, "after_epoch", "after_epoch(epoch, model)")
-    schedule_factory(schedule, ("warmup_cosine", "one_cycle", "constant"))
+    if not isinstance(schedule, str) and not callable(schedule):
+        raise TypeError(
+            f"schedule must be one of {SCHEDULES} or a factory(optimizer, total_steps) -> "
+            f"scheduler, got {type(schedule).__name__}"
+        )
     if isinstance(schedule, str):
-        schedule_args(torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr), 1, schedule,
-                    warmup, ("warmup_cosine", "one_cycle", "constant"))
+        named_schedule(schedule, warmup)
     beta_pair(betas)
     dataset(train_data, "train_data")
     if eval_data is not None:
         dataset(eval_data, "eval_data")
-    check_device(device)
+    check_settings(device=device)
 
 
 def finite_loss(loss: torch.Tensor, where: str, rows: torch.Tensor) -> None:
@@ -220,9 +200,10 @@ def finite_loss(loss: torch.Tensor, where: str, rows: torch.Tensor) -> None:
         )
 
 
-def finite_gradient(norm: torch.Tensor, where: str, loss: torch.Tensor, optimizer) -> None:
+def finite_gradient(norm: torch.Tensor, where: str, loss: torch.Tensor) -> None:
+    """A NaN/inf gradient norm stops training before the update (the loop drops the
+    gradients first, so the model keeps its weights)."""
     if not torch.isfinite(norm):
-        optimizer.zero_grad(set_to_none=True)
         raise FloatingPointError(
             f"the gradient norm is {norm.item()} at {where} (loss {loss.item():.4g}): "
             "training stopped before this step, the model keeps its last finite weights"

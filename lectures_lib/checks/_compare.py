@@ -10,6 +10,7 @@ answer matches. Used by the exercises of sections 01-05 (``additive``, ``padding
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -19,7 +20,31 @@ from ._base import NOT_IMPLEMENTED, TIMED_OUT, Mistake, call, expect_finite, exp
 
 __all__ = ["Probe", "Wrong", "compare", "describe_args"]
 
-_TOLERANCES = {torch.float64: (1e-8, 1e-10), torch.float32: (1e-4, 1e-5)}
+# The checkers' one tolerance table: results are compared with the float64 reference at the
+# (rtol, atol) of the *coarser* of the inputs' and the result's dtype: a float32 answer (to float32
+# or float64 inputs) at float32's, a float64 answer to float64 inputs at float64's, which a
+# float64 result carrying only float32 precision fails. Correct float32 implementations (loops,
+# einsum, any masking constant) differ by ~1e-6, correct float64 ones by ~1e-15.
+TOLERANCES = {
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (3e-2, 1e-2),
+    torch.float32: (1e-4, 1e-5),
+    torch.float64: (1e-9, 1e-11),
+}
+
+
+def coarsest(*dtypes: torch.dtype) -> torch.dtype:
+    """The least precise of the given floating dtypes (the one with the largest eps)."""
+    return max(dtypes, key=lambda dtype: torch.finfo(dtype).eps)
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Same shape and equal at ``dtype``'s tolerances (:data:`TOLERANCES`; float32's for any
+    other dtype)."""
+    rtol, atol = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+    return actual.shape == expected.shape and bool(
+        torch.allclose(actual, expected, rtol=rtol, atol=atol)
+    )
 
 
 @dataclass(frozen=True)
@@ -30,8 +55,9 @@ class Probe:
     args: tuple
     kwargs: dict = field(default_factory=dict)
 
-    def describe(self) -> str:
-        return f"{self.title} ({describe_args(self.args, self.kwargs)})"
+    def describe(self, names: Sequence[str] = ()) -> str:
+        """The title and every argument's dtype and shape, named by ``names`` (the parameters)."""
+        return f"{self.title} ({describe_args(self.args, self.kwargs, names)})"
 
 
 @dataclass(frozen=True)
@@ -43,7 +69,9 @@ class Wrong:
     function: Callable
 
 
-def describe_args(args: Sequence, kwargs: dict | None = None) -> str:
+def describe_args(args: Sequence, kwargs: dict | None = None, names: Sequence[str] = ()) -> str:
+    """``q float32 (3, 4), k float32 (5, 6), mask=bool (3, 5)``: each argument with its name
+    (``names``, in order; an argument past them is shown unnamed), dtype and shape."""
     def one(value) -> str:
         if isinstance(value, torch.Tensor):
             kind = str(value.dtype).replace("torch.", "")
@@ -52,7 +80,9 @@ def describe_args(args: Sequence, kwargs: dict | None = None) -> str:
             return getattr(value, "__name__", type(value).__name__)
         return repr(value)
 
-    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
+    labels = [*names[: len(args)], *[""] * max(0, len(args) - len(names))]
+    parts = [(f"{label} " if label else "") + one(a) for label, a in zip(labels, args)]
+    parts += [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
     return ", ".join(parts)
 
 
@@ -65,10 +95,8 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     if not (a.is_floating_point() or b.is_floating_point()):
         return bool(torch.equal(a.cpu(), b.to(a.dtype).cpu()))
-    coarse = torch.float64 if torch.float64 in (a.dtype, b.dtype) and a.dtype == b.dtype else None
-    rtol, atol = _TOLERANCES[coarse or torch.float32]
-    return bool(torch.allclose(a.double().cpu(), b.double().cpu(), rtol=rtol, atol=atol,
-                               equal_nan=False))
+    dtype = torch.float64 if a.dtype == b.dtype == torch.float64 else torch.float32
+    return close(a.double().cpu(), b.double().cpu(), dtype)
 
 
 def _all_close(got: tuple, expected: tuple) -> bool:
@@ -89,6 +117,7 @@ def compare(
     ``reference(*args, **kwargs)`` returns the same number of tensors. ``hint`` closes the
     message of a difference the catalogue does not recognise.
     """
+    parameters = _parameter_names(reference)
     for probe in probes:
         try:
             _compare_one(student_fn, probe, reference, catalogue, names, hint)
@@ -96,10 +125,21 @@ def compare(
             if mistake.code in (NOT_IMPLEMENTED,):
                 raise
             if mistake.code == TIMED_OUT:
-                raise Mistake(mistake.code, f"{mistake} Seen on {probe.describe()}.") from None
+                raise Mistake(mistake.code,
+                              f"{mistake} Seen on {probe.describe(parameters)}.") from None
             raise Mistake(
-                mistake.code, str(mistake).rstrip(".") + f". Seen on {probe.describe()}."
+                mistake.code, str(mistake).rstrip(".") + f". Seen on {probe.describe(parameters)}."
             ) from None
+
+
+def _parameter_names(function: Callable) -> tuple[str, ...]:
+    """The positional parameters of the reference (the names the exercise gives the arguments)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in parameters
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _unpack(result, names: Sequence[str], expected: tuple) -> tuple:

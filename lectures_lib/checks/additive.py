@@ -83,8 +83,20 @@ def _probes(hidden: bool) -> list[Probe]:
     return probes
 
 
+def _scaled(name: str, d: int) -> Wrong:
+    """The scores divided by sqrt(d), as section 01's dot-product attention divides them."""
+    return Wrong("scaled_like_dot_product", f"you divided the scores by sqrt({name}) = "
+                 f"{math.sqrt(d):.3g}, as §4's dot-product attention does: remove it, the "
+                 "additive score w·tanh(q_i W_q + k_j W_k) has no scaling",
+                 lambda q, k, v, wq, wk, w, mask=None: _finish(
+                     _scores(q, k, wq, wk, w) / math.sqrt(d), v, mask))
+
+
 def _catalogue(probe: Probe) -> list[Wrong]:
-    d_att = probe.args[5].shape[0]
+    q, k, w_score = probe.args[0], probe.args[1], probe.args[5]
+    sizes = {"d_att": w_score.shape[0], "d_k": k.shape[-1], "d_q": q.shape[-1]}
+    # one wrong version per distinct size (the probes make d_q, d_k and d_att differ)
+    scaled = {d: _scaled(name, d) for name, d in reversed(sizes.items()) if d > 1}
     return [
         Wrong("missing_tanh", "the scores skip the tanh: s_ij = w·tanh(q_i W_q + k_j W_k); "
               "without it the score is linear and splits into a query part plus a key part "
@@ -92,10 +104,7 @@ def _catalogue(probe: Probe) -> list[Wrong]:
               lambda q, k, v, wq, wk, w, mask=None: _finish(_scores(q, k, wq, wk, w, lambda h: h), v, mask)),
         Wrong("relu_instead_of_tanh", "you used ReLU where the additive score uses tanh",
               lambda q, k, v, wq, wk, w, mask=None: _finish(_scores(q, k, wq, wk, w, torch.relu), v, mask)),
-        Wrong("scaled_like_dot_product", f"you divided the scores by sqrt(d_att) = "
-              f"{math.sqrt(d_att):.3g}: that scaling belongs to dot-product attention; the "
-              "additive score has none",
-              lambda q, k, v, wq, wk, w, mask=None: _finish(_scores(q, k, wq, wk, w) / math.sqrt(d_att), v, mask)),
+        *scaled.values(),
         Wrong("softmax_wrong_axis", "the softmax runs over the queries (dim=-2): each query's "
               "weights over the keys must sum to 1, softmax(dim=-1)",
               lambda q, k, v, wq, wk, w, mask=None: _finish(_scores(q, k, wq, wk, w), v, mask, dim=-2)),

@@ -29,6 +29,8 @@ import torch
 
 from ._attention_probes import _catalogue, _Probe, _probes
 from ._base import NOT_IMPLEMENTED, Mistake, call, checker
+from ._compare import close as _close  # the checkers' one tolerance table
+from ._compare import coarsest as _coarsest
 
 __all__ = ["check_scaled_dot_product_attention"]
 
@@ -62,18 +64,6 @@ MISTAKE_CODES: dict[str, str] = {
     "wrong_values": "differs from the reference in a way the catalogue does not recognise",
 }
 
-# Results are compared with the float64 reference at the tolerances of the *coarser* of the
-# inputs' and the result's dtype: a float32 answer (to float32 or float64 inputs) at float32's, a
-# float64 answer to float64 inputs at float64's. Correct float32 implementations (loops, einsum,
-# any masking constant) differ by ~1e-6. Any floating result dtype is accepted: computing in
-# float64 (and returning float64) is as right as filling default-dtype float32 buffers.
-_TOLERANCES = {
-    torch.float16: (1e-2, 1e-3),
-    torch.bfloat16: (3e-2, 1e-2),
-    torch.float32: (1e-4, 1e-5),
-    torch.float64: (1e-9, 1e-11),
-}
-
 _FIX_MAX = (
     "Subtract each row's maximum before `exp` (softmax(x) = softmax(x - max x)), or use "
     "`torch.softmax(scores, dim=-1)`, which does it for you."
@@ -85,20 +75,8 @@ _FIX_MAX = (
 # ---------------------------------------------------------------------------------------------
 
 
-def _close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> bool:
-    rtol, atol = _TOLERANCES.get(dtype, _TOLERANCES[torch.float32])
-    return actual.shape == expected.shape and bool(
-        torch.allclose(actual, expected, rtol=rtol, atol=atol)
-    )
-
-
 def _max_diff(actual: torch.Tensor, expected: torch.Tensor) -> float:
     return float((actual - expected).abs().max()) if actual.numel() else 0.0
-
-
-def _coarsest(*dtypes: torch.dtype) -> torch.dtype:
-    """The least precise of the given floating dtypes (the one with the largest eps)."""
-    return max(dtypes, key=lambda dtype: torch.finfo(dtype).eps)
 
 
 def _unpack(

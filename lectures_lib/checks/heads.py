@@ -157,6 +157,38 @@ def split_catalogue(x: torch.Tensor, num_heads: int) -> list[tuple[str, torch.Te
     ]
 
 
+def _check_layout(got: torch.Tensor, x: torch.Tensor, expected: torch.Tensor, probe: str,
+                  name: str, shape: str, hints: list[tuple[tuple, str]], verb: str,
+                  catalogue: list[tuple[str, torch.Tensor]], layouts: dict[str, str],
+                  where: str) -> None:
+    """What ``split_heads`` and ``merge_heads`` are checked for on one probe: the shape (with a
+    hint for each classic wrong shape), the dtype, then the entries, naming the layout mistake
+    whose prediction the answer equals."""
+    if got.shape != expected.shape:
+        hint = next((text for wrong, text in hints if tuple(got.shape) == wrong), "")
+        raise Mistake(
+            "wrong_shape",
+            f"for {probe} the result should have shape {shape}, got {tuple(got.shape)}.{hint}",
+        )
+    if got.dtype != x.dtype:
+        raise Mistake(
+            "wrong_dtype",
+            f"for {probe} (dtype {x.dtype}) the result has dtype {got.dtype}: {verb} only moves "
+            "entries, keep the dtype",
+        )
+    got = got.detach().cpu()
+    if torch.equal(got, expected):
+        return
+    for code, prediction in catalogue:
+        if not torch.equal(prediction, expected) and torch.equal(got, prediction):
+            raise Mistake(code, f"for {probe}: {layouts[code]}.")
+    _check_not_scaled(got, expected, probe, name)
+    raise Mistake(
+        "wrong_values",
+        f"for {probe} the shape is right but the entries are not where they belong: {where}",
+    )
+
+
 @checker("split_heads")
 def check_split_heads(student_fn: Callable) -> str:
     """Check ``split_heads(x, num_heads)``: ``(batch, seq, d_model)`` -> ``(batch, heads, seq,
@@ -167,39 +199,19 @@ def check_split_heads(student_fn: Callable) -> str:
         expected = _split_reference(x, num_heads)  # (batch, heads, seq, d_head)
         probe = f"x of shape {tuple(x.shape)} and num_heads={num_heads}"
         got = _expect_tensor_result(call(student_fn, x, num_heads), "split_heads")
-        if got.shape != expected.shape:
-            hint = ""
-            if tuple(got.shape) == (batch, seq, num_heads, d_head):
-                hint = (
-                    " That is (batch, seq, heads, d_head): the features are cut into heads, but "
-                    "the heads dimension must then move in front of seq: `.transpose(1, 2)`."
-                )
-            elif tuple(got.shape) == (batch, num_heads, d_head, seq):
-                hint = " That is (batch, heads, d_head, seq): the last two dimensions are swapped."
-            raise Mistake(
-                "wrong_shape",
-                f"for {probe} the result should have shape (batch, heads, seq, d_head) = "
-                f"{_describe(tuple(expected.shape), 'batch heads seq d_head')}, got "
-                f"{tuple(got.shape)}.{hint}",
-            )
-        if got.dtype != x.dtype:
-            raise Mistake(
-                "wrong_dtype",
-                f"for {probe} (dtype {x.dtype}) the result has dtype {got.dtype}: splitting "
-                "only moves entries, keep the dtype",
-            )
-        got = got.detach().cpu()
-        if torch.equal(got, expected):
-            continue
-        for code, prediction in split_catalogue(x, num_heads):
-            if not torch.equal(prediction, expected) and torch.equal(got, prediction):
-                raise Mistake(code, f"for {probe}: {_LAYOUT[code]}.")
-        _check_not_scaled(got, expected, probe, "split_heads")
-        raise Mistake(
-            "wrong_values",
-            f"for {probe} the shape is right but the entries are not where they belong: "
-            f"result[b, h, i] must be x[b, i, h·d_head:(h+1)·d_head] (here d_head={d_head}).",
-        )
+        hints = [
+            ((batch, seq, num_heads, d_head),
+             " That is (batch, seq, heads, d_head): the features are cut into heads, but the "
+             "heads dimension must then move in front of seq: `.transpose(1, 2)`."),
+            ((batch, num_heads, d_head, seq),
+             " That is (batch, heads, d_head, seq): the last two dimensions are swapped."),
+        ]
+        shape = ("(batch, heads, seq, d_head) = "
+                 + _describe(tuple(expected.shape), "batch heads seq d_head"))
+        _check_layout(got, x, expected, probe, "split_heads", shape, hints, "splitting",
+                      split_catalogue(x, num_heads), _LAYOUT,
+                      f"result[b, h, i] must be x[b, i, h·d_head:(h+1)·d_head] (here "
+                      f"d_head={d_head}).")
     return (
         "split_heads(x, num_heads) gives (batch, heads, seq, d_head), head h holding features "
         "h·d_head … (h+1)·d_head − 1 of every position, on all "
@@ -240,38 +252,19 @@ def check_merge_heads(student_fn: Callable) -> str:
         expected = _merge_reference(x)  # (batch, seq, d_model)
         probe = f"x of shape {tuple(x.shape)}"
         got = _expect_tensor_result(call(student_fn, x), "merge_heads")
-        if got.shape != expected.shape:
-            hint = ""
-            if tuple(got.shape) == (batch, seq, num_heads, d_head):
-                hint = " That is (batch, seq, heads, d_head): the last two dimensions still need "
-                hint += "to be joined with a reshape."
-            elif tuple(got.shape) == (batch, num_heads, seq * d_head):
-                hint = " That is (batch, heads, seq·d_head): transpose heads and seq first."
-            raise Mistake(
-                "wrong_shape",
-                f"for {probe} the result should have shape (batch, seq, heads·d_head) = "
-                f"{_describe(tuple(expected.shape), 'batch seq d_model')}, got "
-                f"{tuple(got.shape)}.{hint}",
-            )
-        if got.dtype != x.dtype:
-            raise Mistake(
-                "wrong_dtype",
-                f"for {probe} (dtype {x.dtype}) the result has dtype {got.dtype}: merging only "
-                "moves entries, keep the dtype",
-            )
-        got = got.detach().cpu()
-        if torch.equal(got, expected):
-            continue
-        for code, prediction in merge_catalogue(x):
-            if not torch.equal(prediction, expected) and torch.equal(got, prediction):
-                raise Mistake(code, f"for {probe}: {_MERGE_LAYOUT[code]}.")
-        _check_not_scaled(got, expected, probe, "merge_heads")
-        raise Mistake(
-            "wrong_values",
-            f"for {probe} the shape is right but the entries are not where they belong: "
-            f"result[b, i, h·d_head:(h+1)·d_head] must be x[b, h, i] (here d_head={d_head}), "
-            "i.e. merge_heads(split_heads(y, heads)) == y.",
-        )
+        hints = [
+            ((batch, seq, num_heads, d_head),
+             " That is (batch, seq, heads, d_head): the last two dimensions still need to be "
+             "joined with a reshape."),
+            ((batch, num_heads, seq * d_head),
+             " That is (batch, heads, seq·d_head): transpose heads and seq first."),
+        ]
+        shape = ("(batch, seq, heads·d_head) = "
+                 + _describe(tuple(expected.shape), "batch seq d_model"))
+        _check_layout(got, x, expected, probe, "merge_heads", shape, hints, "merging",
+                      merge_catalogue(x), _MERGE_LAYOUT,
+                      f"result[b, i, h·d_head:(h+1)·d_head] must be x[b, h, i] (here "
+                      f"d_head={d_head}), i.e. merge_heads(split_heads(y, heads)) == y.")
     return (
         "merge_heads(x) gives (batch, seq, heads·d_head), the heads of each position "
         f"concatenated in order, on all {len(MERGE_PROBES)} probes."

@@ -132,7 +132,7 @@ MISTAKES: dict[str, str] = {
     "missing_normalisation": "乘积大了 m 倍：特征要除以 √m。",
     "missing_scale": "只用 sin 和 cos 估计的是高斯核：还要乘以 exp(|x|²/2)。",
     "wrong_sign": "缩放因子的符号不对：应当是 exp(+|x|²/2)。",
-    "at_chance": "模型在留出数据上只有随机水平：训练了吗？检查的是训练好的那个模型吗？",
+    "at_chance": "模型在留出数据上不比随机水平好：训练了吗？检查的是训练好的那个模型吗？",
     "below_target": "留出数据上的准确率没有达到要求：多训练几轮、加大学习率或稍微加大模型。",
     "wrong_values": "结果与参考实现不一致（不属于已知的常见错误）。",
     "content_blind": "模型只看到了词袋（token 的多重集合），没有按内容检索：打乱位置后答案不变。"

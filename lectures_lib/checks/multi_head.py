@@ -18,6 +18,8 @@ import torch
 
 from ..attention import multi_head_attention as _mha_reference
 from ._base import Mistake, call, checker
+from ._compare import close as _close
+from ._compare import coarsest as _coarsest
 from .heads import _LAYOUT
 
 __all__ = ["check_multi_head_attention"]
@@ -198,26 +200,8 @@ def mha_probes() -> list[MHAProbe]:
 
 
 # multi_head_attention's results are compared at the tolerances of the coarser of x's and the
-# result's dtype: any floating result is accepted (computing in float64, or filling float32
-# buffers, is right), at the precision it carries.
-_TOLERANCES = {
-    torch.float16: (1e-2, 1e-3),
-    torch.bfloat16: (3e-2, 1e-2),
-    torch.float32: (1e-4, 1e-5),
-    torch.float64: (1e-7, 1e-9),
-}
-
-
-def _coarsest(*dtypes: torch.dtype) -> torch.dtype:
-    """The least precise of the given floating dtypes (the one with the largest eps)."""
-    return max(dtypes, key=lambda dtype: torch.finfo(dtype).eps)
-
-
-def _close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> bool:
-    rtol, atol = _TOLERANCES.get(dtype, _TOLERANCES[torch.float32])
-    return actual.shape == expected.shape and bool(
-        torch.allclose(actual, expected, rtol=rtol, atol=atol)
-    )
+# result's dtype (the checkers' one table, _compare.TOLERANCES): any floating result is accepted
+# (computing in float64, or filling float32 buffers, is right), at the precision it carries.
 
 
 def _unpack_mha(

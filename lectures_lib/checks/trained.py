@@ -282,10 +282,11 @@ def _verdict(accuracy: float, needed: float, chance: float, unit: str, advice: s
     if accuracy >= needed:
         return
     if accuracy <= chance + 0.05:
+        where = "about" if accuracy >= chance - 0.05 else "below"  # 0.194 is not "about" 0.30
         raise Mistake(
             "at_chance",
-            f"held-out {unit} {accuracy:.3f}, about chance ({chance:.2f}); needed {needed:.2f}. "
-            f"Was the model trained (and is this the trained one)? {advice}",
+            f"held-out {unit} {accuracy:.3f}, {where} chance ({chance:.2f}); needed "
+            f"{needed:.2f}. Was the model trained (and is this the trained one)? {advice}",
         )
     raise Mistake(
         "below_target",

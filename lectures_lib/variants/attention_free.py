@@ -72,9 +72,7 @@ class UniformAttention(AttentionVariant):
         super().__init__(d_model, num_heads, dropout, bias=bias)  # the variants' one convention
 
     def attend(self, q, k, v, mask, need_weights):
-        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # (b|1, h|1, 1, n_k)
-        if key_mask is not None:
-            key_mask = key_mask[..., 0, :]  # (batch | 1, heads | 1, n_k)
+        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # (b|1, h|1, n_k)
         out = uniform_attention(v, key_mask)  # (batch, heads, n, d_head)
         if not need_weights:
             return out, None
@@ -122,7 +120,7 @@ class FourierMixing(nn.Module):
                 f"mask (n,) or (batch|1, heads|1, 1, n), got {tuple(mask.shape)}"
             )
         x = query
-        if key_mask is not None:  # (batch | 1, heads | 1, 1, n): keep the unpadded positions
-            keep = key_mask[:, 0, 0]  # (batch | 1, n)
+        if key_mask is not None:  # (batch | 1, heads | 1, n): keep the unpadded positions
+            keep = key_mask[:, 0]  # (batch | 1, n)
             x = x * keep[..., None].to(x.dtype)
         return fourier_mixing(x), None

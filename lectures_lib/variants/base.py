@@ -28,7 +28,10 @@ A :class:`PatternAttention` is a variant with one step changed, ``attend``. A su
 * :meth:`PatternAttention.efficient_attend` ``(q, k, v, key_mask, need_weights, dropout_p)``: the
   same attention computed without the ``n x n`` matrix, with an optional key-padding mask
   ``key_mask`` ``(batch|1, heads|1, n)`` (True = this key may be attended to); it returns
-  ``(out, weights or None)``.
+  ``(out, weights or None)``;
+* optionally two hooks: :meth:`PatternAttention.keys` (the keys the queries meet; Reformer ties
+  them to the queries) and :meth:`PatternAttention.cells` (the dense path's cells, ``pattern &
+  mask``; Reformer drops a query's own key after the mask).
 
 **Masks of a pattern module.** The ``forward`` mask is combined with the pattern by ``&``. A mask
 that is the same for every query (key padding) is folded into the efficient path. Any other mask
@@ -57,8 +60,8 @@ def _as_4d(mask: torch.Tensor) -> torch.Tensor:
 def split_mask(mask: torch.Tensor | None, n_q: int, n_k: int) -> tuple[torch.Tensor | None, str]:
     """The one mask classifier of the variants: ``(key_mask, kind)`` for a checked bool mask.
 
-    * ``"keys"``: the same keys for every query (key padding, or no mask); ``key_mask``
-      ``(batch | 1, heads | 1, 1, n_k)`` says which (None: all of them);
+    * ``"keys"``: the same keys for every query (key padding, or no mask); the key row
+      ``key_mask`` ``(batch | 1, heads | 1, n_k)`` says which (None: all of them);
     * ``"causal"``: on top of ``key_mask``, query ``i`` sees only keys ``j <= i``;
     * ``"full"``: anything else (a band, a different padding per query); ``key_mask`` is None.
     """
@@ -66,23 +69,23 @@ def split_mask(mask: torch.Tensor | None, n_q: int, n_k: int) -> tuple[torch.Ten
         return None, "keys"
     mask = _as_4d(mask)
     if mask.shape[-2] <= 1:  # one row for every query (or no query at all)
-        return (mask if mask.shape[-2] == 1 else None), "keys"
-    last_row = mask[..., -1:, :]  # (batch | 1, heads | 1, 1, n_k): the query that may see most
-    if torch.equal(mask, last_row.expand_as(mask)):
-        return last_row, "keys"
+        return (mask[..., 0, :] if mask.shape[-2] == 1 else None), "keys"
+    key_row = mask[..., -1, :]  # (batch | 1, heads | 1, n_k): the query that may see most
+    if torch.equal(mask, key_row[..., None, :].expand_as(mask)):
+        return key_row, "keys"
     if n_q == n_k:
         lower = torch.ones(n_q, n_k, dtype=torch.bool, device=mask.device).tril()  # (n, n)
-        if torch.equal(mask, (last_row & lower).expand_as(mask)):
-            return last_row, "causal"
+        if torch.equal(mask, (key_row[..., None, :] & lower).expand_as(mask)):
+            return key_row, "causal"
     return None, "full"
 
 
 def zero_masked_keys(key_mask, k, v):
-    """Zero the keys and values that ``key_mask`` ``(.., 1, n_k)`` hides, so that they cannot
+    """Zero the keys and values that ``key_mask`` ``(.., n_k)`` hides, so that they cannot
     leak into a mixture of keys (whatever the padding holds)."""
     if key_mask is None:
         return k, v
-    keep = key_mask.transpose(-2, -1)  # (batch | 1, heads | 1, n_k, 1)
+    keep = key_mask[..., None]  # (batch | 1, heads | 1, n_k, 1)
     return torch.where(keep, k, torch.zeros_like(k)), torch.where(keep, v, torch.zeros_like(v))
 
 
@@ -106,8 +109,8 @@ class AttentionVariant(MultiHeadAttention):
     seq_len_limits = ("key",)  # with a ``seq_len``: which inputs may not be longer
     seq_len_reason = "one parameter per position"
 
-    def check_inputs(self, query, key, value, mask, need_weights) -> None:
-        rules.variant_inputs(self, query, key, value, mask, need_weights)
+    #: the door of ``forward``: ``MultiHeadAttention.check_inputs``, then the capability flags
+    check_inputs = rules.variant_inputs
 
     def supported_mask(self, mask, n_q: int, n_k: int) -> tuple[torch.Tensor | None, str]:
         """:func:`split_mask`, refused clearly when this variant cannot honour the mask (on every
@@ -148,13 +151,24 @@ class PatternAttention(AttentionVariant):
         """``attend`` without the ``n x n`` matrix (weights ``n x n`` only if asked for)."""
         raise NotImplementedError
 
+    def keys(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """The keys the queries are compared with, ``(batch, heads, n, d_head)``: ``k`` itself.
+        A hook: Reformer ties them to the queries (shared QK)."""
+        return k
+
+    def cells(self, q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """The cells of the dense path: :meth:`pattern` ``& mask`` (bool, broadcasting to
+        ``(batch, heads, n, n)``). A hook: Reformer applies its self rule after the mask."""
+        allowed = self.pattern(q, k)
+        return allowed if mask is None else allowed & mask.to(q.device)
+
     def attend(self, q, k, v, mask, need_weights):
+        k = self.keys(q, k)  # (batch, heads, n, d_head)
         key_mask, kind = split_mask(mask, q.shape[-2], k.shape[-2])
-        if kind == "keys":
-            key_mask = None if key_mask is None else key_mask[..., 0, :]  # (b|1, h|1, n)
+        if kind == "keys":  # key_mask: (batch | 1, heads | 1, n) or None
             return self.efficient_attend(q, k, v, key_mask, need_weights, self.dropout_p)
         # A mask with a query dimension is already n x n: dense attention under pattern & mask.
-        combined = self.pattern(q, k) & mask.to(q.device)  # (batch|1, heads|1, n, n)
+        combined = self.cells(q, k, mask)  # (batch|1, heads|1, n, n)
         if need_weights:
             return scaled_dot_product_attention(q, k, v, combined, self.dropout_p)
         return fused_attention(q, k, v, combined, self.dropout_p), None

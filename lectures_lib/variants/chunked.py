@@ -21,7 +21,8 @@ that this module also builds, for small :math:`N` only):
 
 A cell met in several groups (hash rounds, overlapping clusters) is counted once: its score is
 lowered by :math:`\log m_{ij}` (:math:`m_{ij}` = groups in which it is met), and the groups of a
-query are merged by their log-sum-exp (:func:`_merge_rows`), as in ``clustered_attention``.
+query are merged by their log-sum-exp, as in ``clustered_attention``: one engine for the three,
+:mod:`._groups`.
 Derived and measured in ``06_attention_variants.ipynb`` and ``benchmarks/clustered_memory.py``.
 """
 
@@ -32,10 +33,11 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate.settings import check_settings
 from .._validate.variants import chunked as rules
-from ..attention import fused_attention, scaled_dot_product_attention
+from ..attention import scaled_dot_product_attention
 from ..utils import validated
-from .base import split_mask
+from ._groups import Groups, attend_in_groups, by_position, per_round, rows
 from .clustering import LSHAttention, RoutingAttention, lsh_buckets
 
 __all__ = [
@@ -49,61 +51,6 @@ __all__ = [
     "ReformerAttention",
     "BalancedRoutingAttention",
 ]
-
-
-# ---------------------------------------------------------------------------------------------
-# Groups of queries attending to groups of keys, merged per query
-# ---------------------------------------------------------------------------------------------
-
-
-def _rows(x: torch.Tensor, table: torch.Tensor, group_batch: torch.Tensor) -> torch.Tensor:
-    """``x`` ``(B, n + 1, d)`` (row n is a spare zero row), ``table`` ``(G, ...)`` positions,
-    ``group_batch`` ``(G,)`` the batch entry of each group -> ``x[group_batch, table]``."""
-    flat = x.reshape(-1, x.shape[-1])  # (B (n + 1), d)
-    offset = (group_batch * x.shape[-2]).reshape(-1, *([1] * (table.dim() - 1)))
-    return flat[table + offset]  # (G, ..., d)
-
-
-def _attend_groups(queries, keys, values, allowed, meetings, dropout_p, own=None):
-    """Softmax inside each group, with its log-sum-exp. ``queries`` ``(G, a, d)``, ``keys``
-    ``(G, b, d)``, ``allowed`` ``(G, a, b)``, ``meetings`` ``(G, a, b)`` or None (m_ij >= 1).
-    Returns ``(out (G, a, d_v), lse (G, a))`` (lse = -inf where nothing is allowed)."""
-    scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])  # (G, a, b)
-    if meetings is not None:
-        scores = scores - torch.log(meetings.clamp(min=1))
-    if own is not None:  # a query's own key: weight 0 unless it is the only one
-        scores = scores - SELF_PENALTY * own
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    lse = torch.logsumexp(scores, dim=-1)  # (G, a), -inf on empty rows
-    weights = torch.exp(scores - torch.where(torch.isfinite(lse), lse, 0)[..., None])  # 0 if blocked
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    return weights @ values, lse
-
-
-def _merge_rows(index, lse, out, batch, n):
-    """Merge every group's answer for a query by log-sum-exp: ``index`` ``(G, a)`` the query's
-    position (n = padding), ``lse`` ``(G, a)``, ``out`` ``(G, a, d_v)``, ``batch`` ``(G,)`` ->
-    ``(B, n, d_v)``. A query met nowhere (or only with -inf) gets zeros."""
-    n_batch = int(batch.max()) + 1 if batch.numel() else 0
-    d_v = out.shape[-1]
-    flat = (batch[:, None] * (n + 1) + index).reshape(-1)  # (G a,) rows of a (B (n + 1)) table
-    lse, out = lse.reshape(-1), out.reshape(-1, d_v)
-    best = lse.new_full((n_batch * (n + 1),), float("-inf")).scatter_reduce(
-        0, flat, lse, "amax", include_self=True
-    )  # (B (n + 1),) the largest lse of each query
-    best = torch.where(torch.isfinite(best), best, 0)
-    mass = torch.exp(lse - best[flat])  # (G a,), 0 where a group saw no key
-    norm = lse.new_zeros(n_batch * (n + 1)).scatter_add(0, flat, mass)
-    total = out.new_zeros(n_batch * (n + 1), d_v).index_add(0, flat, mass[:, None] * out)
-    merged = total / norm.clamp(min=torch.finfo(out.dtype).tiny)[:, None]
-    return merged.reshape(n_batch, n + 1, d_v)[:, :n]  # (B, n, d_v)
-
-
-def _with_spare_row(x: torch.Tensor, batch: int) -> torch.Tensor:
-    """``(..., n, d)`` -> ``(B, n + 1, d)`` with a zero row n (padding slots point at it)."""
-    x = x.reshape(batch, *x.shape[-2:])
-    return torch.cat([x, x.new_zeros(batch, 1, x.shape[-1])], dim=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,9 +85,9 @@ def drop_self(allowed: torch.Tensor) -> torch.Tensor:
 
 
 def _chunk_neighbours(chunk_i: torch.Tensor, chunk_j: torch.Tensor, n_chunks: int) -> torch.Tensor:
-    """Query chunk c sees key chunks c and c - 1 (the first sees the last)."""
-    gap = (chunk_i - chunk_j) % n_chunks
-    return (gap == 0) | (gap == 1)
+    """Query chunk c sees key chunks c and c - 1 (the first sees the last). Compared, never
+    subtracted: the result is the only tensor as large as the broadcast of the two."""
+    return (chunk_i == chunk_j) | (chunk_i == (chunk_j + 1) % n_chunks)
 
 
 @validated(rules.bucket_chunks)
@@ -207,47 +154,49 @@ def lsh_chunked_attention(
     order, chunk, n_chunks = _sorted_chunks(flat, chunk_size)  # (BR, C, m), (BR, n)
     # Keys of chunk c: chunks c and c - 1 (one chunk: only itself, never twice).
     key_order = order if n_chunks == 1 else torch.cat([order, order.roll(1, dims=1)], dim=-1)
-    group_batch = torch.arange(batch * rounds, device=q.device) // rounds  # (BR,)
-    group_batch = group_batch[:, None].expand(-1, n_chunks).reshape(-1)  # (BR C,)
-    q_index = order.reshape(-1, chunk_size)  # (G, m), G = B R C
-    k_index = key_order.reshape(q_index.shape[0], -1)  # (G, m or 2m)
+    entry = torch.arange(batch * rounds, device=q.device)  # (BR,): entry b, round r at b R + r
+    groups = Groups(
+        batch=(entry // rounds).repeat_interleave(n_chunks),  # (G,), G = B R C
+        queries=order.reshape(-1, chunk_size),  # (G, m)
+        keys=key_order.reshape(batch * rounds * n_chunks, -1),  # (G, m or 2m)
+        round=(entry % rounds).repeat_interleave(n_chunks),  # (G,)
+    )
+    bucket_of = by_position(flat.reshape(batch, rounds, n))  # (B, n + 1, R)
+    chunk_of = by_position(chunk.reshape(batch, rounds, n))  # (B, n + 1, R)
 
-    def padded_ids(ids: torch.Tensor) -> torch.Tensor:  # (BR, n) -> (B, n + 1, R), spare = -1
-        ids = ids.reshape(batch, rounds, n).transpose(1, 2)
-        return torch.cat([ids, ids.new_full((batch, 1, rounds), -1)], dim=1)
+    def scores(block: torch.Tensor, part: Groups) -> torch.Tensor:
+        """The engine's hook on a block of scores ``(g, a, b)``: Reformer's cells."""
+        q_buckets = rows(bucket_of, part.queries, part.batch)  # (g, a, R)
+        k_buckets = rows(bucket_of, part.keys, part.batch)  # (g, b, R)
+        if rounds > 1:  # m_ij: in how many rounds the cell is kept
+            q_chunks = rows(chunk_of, part.queries, part.batch)  # (g, a, R)
+            k_chunks = rows(chunk_of, part.keys, part.batch)  # (g, b, R)
 
-    bucket_of, chunk_of = padded_ids(flat), padded_ids(chunk)  # (B, n + 1, R)
-    round_of = (torch.arange(batch * rounds, device=q.device) % rounds)[:, None].expand(-1, n_chunks)
-    round_of = round_of.reshape(-1, 1, 1)  # (G, 1, 1)
+            def met(r: int) -> torch.Tensor:  # (g, a, b): kept in round r
+                kept = _chunk_neighbours(q_chunks[..., r, None], k_chunks[..., None, :, r],
+                                         n_chunks)
+                if same_bucket:
+                    kept = kept & (q_buckets[..., r, None] == k_buckets[..., None, :, r])
+                return kept
 
-    def this_round(ids: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        return _rows(ids, index, group_batch).gather(-1, round_of.expand(*index.shape, 1))[..., 0]
+            block = block - torch.log(per_round(met, rounds, block.dtype).clamp(min=1))
+        if exclude_self:  # a query's own key: weight 0 unless it is the only one
+            own = part.queries[:, :, None] == part.keys[:, None, :]  # (g, a, b)
+            block = torch.where(own, block - SELF_PENALTY, block)
+        if not same_bucket:
+            return block
+        r = part.round[:, None, None]  # (g, 1, 1): each group's bucket ids are those of its round
+        q_bucket = q_buckets.gather(-1, r.expand(-1, q_buckets.shape[1], 1))  # (g, a, 1)
+        k_bucket = k_buckets.gather(-1, r.expand(-1, k_buckets.shape[1], 1))  # (g, b, 1)
+        return block.masked_fill(q_bucket != k_bucket.transpose(1, 2), float("-inf"))  # (g, a, b)
 
-    allowed = (q_index < n)[:, :, None] & (k_index < n)[:, None, :]  # (G, m, 2m)
-    if same_bucket:
-        allowed = allowed & (
-            this_round(bucket_of, q_index)[:, :, None] == this_round(bucket_of, k_index)[:, None, :]
-        )
     if key_mask is not None:
-        ok = _with_spare_row(key_mask.to(q.device).expand(*lead, n)[..., None].float(), batch)
-        allowed = allowed & _rows(ok, k_index, group_batch)[..., 0].bool()[:, None, :]
-    meetings = None
-    if rounds > 1:  # m_ij: in how many rounds the cell is kept
-        q_buckets, k_buckets = _rows(bucket_of, q_index, group_batch), _rows(bucket_of, k_index, group_batch)
-        q_chunks, k_chunks = _rows(chunk_of, q_index, group_batch), _rows(chunk_of, k_index, group_batch)
-        meetings = torch.zeros(allowed.shape, dtype=q.dtype, device=q.device)
-        for r in range(rounds):
-            met = _chunk_neighbours(q_chunks[..., r, None], k_chunks[..., None, :, r], n_chunks)
-            if same_bucket:
-                met = met & (q_buckets[..., r, None] == k_buckets[..., None, :, r])
-            meetings += met
-    qs, ks, vs = (_with_spare_row(x, batch) for x in (q, k, v))  # (B, n + 1, d)
-    own = (q_index[:, :, None] == k_index[:, None, :]).to(q.dtype) if exclude_self else None
-    out, lse = _attend_groups(
-        _rows(qs, q_index, group_batch), _rows(ks, k_index, group_batch),
-        _rows(vs, k_index, group_batch), allowed, meetings, dropout_p, own,
-    )  # (G, m, d_v), (G, m)
-    return _merge_rows(q_index, lse, out, group_batch, n).reshape(*lead, n, d_v)
+        key_mask = key_mask.to(q.device).expand(*lead, n).reshape(batch, n)  # (B, n)
+    out = attend_in_groups(
+        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v), groups,
+        key_mask=key_mask, scores=scores, dropout_p=dropout_p,
+    )  # (B, n, d_v)
+    return out.reshape(*lead, n, d_v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,9 +239,9 @@ def _membership(members: torch.Tensor, n: int) -> torch.Tensor:
     """``(..., C, size)`` -> bool ``(..., n + 1, C)``: True where position i is in cluster c (one
     byte per cell: the only table of the engine that is not linear in N, N C bytes)."""
     C = members.shape[-2]
-    table = torch.zeros(*members.shape[:-2], C, n + 1, dtype=torch.bool, device=members.device)
-    table.scatter_(-1, members, True)  # (..., C, n + 1)
-    return table.transpose(-2, -1)  # (..., n + 1, C), row n (padding) all False
+    table = torch.zeros(*members.shape[:-2], n + 1, C, dtype=torch.bool, device=members.device)
+    # table[..., members[..., c, s], c] = True, laid out (n + 1, C): its rows gather uncopied
+    return table.scatter_(-2, members.transpose(-2, -1), True)  # (..., n + 1, C), row n all False
 
 
 @validated(rules.member_pair)
@@ -331,29 +280,34 @@ def balanced_routing_attention(
     if n == 0 or batch == 0:  # nothing to attend to, or no one asking: dense attention's result
         return v.new_zeros(*lead, n, d_v)
     C = query_members.shape[-2]
-    q_index = query_members.to(q.device).expand(*lead, *query_members.shape[-2:]).reshape(batch * C, -1)
-    k_index = key_members.to(q.device).expand(*lead, *key_members.shape[-2:]).reshape(batch * C, -1)
-    group_batch = torch.arange(batch, device=q.device).repeat_interleave(C)  # (B C,)
-    allowed = torch.ones(q_index.shape[0], q_index.shape[1], k_index.shape[1], dtype=torch.bool,
-                         device=q.device)  # (G, a, b)
-    if key_mask is not None:
-        ok = _with_spare_row(key_mask.to(q.device).expand(*lead, n)[..., None].float(), batch)
-        allowed = allowed & _rows(ok, k_index, group_batch)[..., 0].bool()[:, None, :]
-    meetings = None
-    if C > 1:  # m_ij: how many clusters hold both query i and key j
-        q_in = _membership(q_index.reshape(batch, C, -1), n)  # (B, n + 1, C) bool
-        k_in = _membership(k_index.reshape(batch, C, -1), n)
-        meetings = torch.cat([  # 32 clusters at a time: (32, a, C) @ (32, C, b)
-            _rows(q_in, qi, gb).to(q.dtype) @ _rows(k_in, ki, gb).to(q.dtype).transpose(-2, -1)
-            for qi, ki, gb in zip(q_index.split(32), k_index.split(32), group_batch.split(32),
-                                  strict=True)
-        ])  # (G, a, b)
-    qs, ks, vs = (_with_spare_row(x, batch) for x in (q, k, v))
-    out, lse = _attend_groups(
-        _rows(qs, q_index, group_batch), _rows(ks, k_index, group_batch),
-        _rows(vs, k_index, group_batch), allowed, meetings, dropout_p,
+    q_members = query_members.to(q.device).expand(*lead, *query_members.shape[-2:])
+    k_members = key_members.to(q.device).expand(*lead, *key_members.shape[-2:])
+    q_members, k_members = q_members.reshape(batch, C, -1), k_members.reshape(batch, C, -1)
+    groups = Groups(
+        batch=torch.arange(batch, device=q.device).repeat_interleave(C),  # (G,), G = B C
+        queries=q_members.reshape(batch * C, -1),  # (G, size_q)
+        keys=k_members.reshape(batch * C, -1),  # (G, size_k)
     )
-    return _merge_rows(q_index, lse, out, group_batch, n).reshape(*lead, n, d_v)
+    scores = None
+    if C > 1:  # m_ij: how many clusters hold both query i and key j
+        q_in, k_in = _membership(q_members, n), _membership(k_members, n)  # (B, n + 1, C) bool
+
+        def scores(block: torch.Tensor, part: Groups) -> torch.Tensor:
+            """The engine's hook on a block of scores ``(g, a, b)``: lowered by log m_ij."""
+            meetings = torch.cat([  # 32 clusters at a time: (32, a, C) @ (32, C, b)
+                rows(q_in, qi, gb).to(block.dtype) @ rows(k_in, ki, gb).to(block.dtype).mT
+                for qi, ki, gb in zip(part.queries.split(32), part.keys.split(32),
+                                      part.batch.split(32), strict=True)
+            ])  # (g, a, b)
+            return block - torch.log(meetings.clamp(min=1))
+
+    if key_mask is not None:
+        key_mask = key_mask.to(q.device).expand(*lead, n).reshape(batch, n)  # (B, n)
+    out = attend_in_groups(
+        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v), groups,
+        key_mask=key_mask, scores=scores, dropout_p=dropout_p,
+    )  # (B, n, d_v)
+    return out.reshape(*lead, n, d_v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,7 +334,9 @@ class ReformerAttention(LSHAttention):
         exclude_self: Reformer's self rule (default True).
 
     :meth:`pattern` is :func:`lsh_chunk_mask` (then :func:`drop_self`), the cells the chunks keep:
-    a subset of the bucket mask when a bucket spans more than two chunks.
+    a subset of the bucket mask when a bucket spans more than two chunks. Reformer changes two
+    hooks of :class:`~.base.PatternAttention`, not its ``attend``: :meth:`keys` (shared QK) and
+    :meth:`cells` (the self rule comes after the mask).
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, bias: bool = True,
@@ -388,7 +344,7 @@ class ReformerAttention(LSHAttention):
                  same_bucket: bool = True, exclude_self: bool = True) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias, n_buckets=n_buckets,
                          n_hashes=n_hashes, seed=seed)
-        rules.reformer_settings(self, chunk_size, same_bucket, exclude_self)
+        check_settings(chunk_size=chunk_size, same_bucket=same_bucket, exclude_self=exclude_self)
         self.chunk_size, self.same_bucket, self.exclude_self = chunk_size, same_bucket, exclude_self
 
     def buckets(self, q: torch.Tensor) -> torch.Tensor:
@@ -396,33 +352,29 @@ class ReformerAttention(LSHAttention):
         (normalised) query-keys."""
         return hash_buckets(F.normalize(q, dim=-1), self.rotations)
 
-    def _allowed(self, q: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    def keys(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return F.normalize(q, dim=-1)  # shared QK: k_j = q_j / |q_j| (the key projection is unused)
+
+    def cells(self, q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """The chunks' cells under ``mask``, then the self rule (:func:`drop_self`): a query sees
+        itself only when the mask leaves it no other key."""
         allowed = lsh_chunk_mask(self.buckets(q), self.chunk_size, same_bucket=self.same_bucket)
         if mask is not None:
             allowed = allowed & mask.to(q.device)
         return drop_self(allowed) if self.exclude_self else allowed
 
     def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        return self._allowed(q, None)  # (batch, heads, n, n)
+        return self.cells(q, k, None)  # (batch, heads, n, n)
 
-    def attend(self, q, k, v, mask, need_weights):
-        keys = F.normalize(q, dim=-1)  # shared QK
-        dropout_p = self.dropout_p
-        key_mask, kind = split_mask(mask, q.shape[-2], k.shape[-2])
-        key_mask = None if key_mask is None else key_mask[..., 0, :]  # (batch|1, heads|1, n)
-        if kind == "keys" and not need_weights:
-            out = lsh_chunked_attention(
-                q, keys, v, self.buckets(q), self.chunk_size, same_bucket=self.same_bucket,
-                exclude_self=self.exclude_self, key_mask=key_mask, dropout_p=dropout_p,
-            )
-            return out, None
-        # Weights asked for (pictures), or a mask that is already n x n (causal, a band): dense
-        # under the pattern and the whole mask (not only its key-padding row).
-        if kind == "keys":
+    def efficient_attend(self, q, k, v, key_mask, need_weights, dropout_p):
+        if need_weights:  # pictures: dense under the cells the chunks keep, and the key padding
             mask = None if key_mask is None else key_mask[..., None, :]  # (batch|1, heads|1, 1, n)
-        allowed = self._allowed(q, mask)
-        return scaled_dot_product_attention(q, keys, v, allowed, dropout_p) if need_weights else (
-            fused_attention(q, keys, v, allowed, dropout_p), None)
+            return scaled_dot_product_attention(q, k, v, self.cells(q, k, mask), dropout_p)
+        out = lsh_chunked_attention(
+            q, k, v, self.buckets(q), self.chunk_size, same_bucket=self.same_bucket,
+            exclude_self=self.exclude_self, key_mask=key_mask, dropout_p=dropout_p,
+        )
+        return out, None
 
     def extra_repr(self) -> str:
         return (f"{super().extra_repr()}, chunk_size={self.chunk_size}, "
@@ -454,7 +406,7 @@ class BalancedRoutingAttention(RoutingAttention):
                  cluster_size: int | None = None) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias, n_clusters=n_clusters,
                          decay=decay, seed=seed)
-        rules.balanced_routing_settings(self, cluster_size)
+        check_settings(cluster_size=cluster_size)
         self.cluster_size = cluster_size
 
     def members(self, q: torch.Tensor, k: torch.Tensor, key_mask: torch.Tensor | None = None

@@ -9,8 +9,9 @@ cluster; every other cell is set to 0 (it would have been small anyway).
   usually land in the same bucket; with one random hyperplane the probability is
   :math:`1 - \theta / \pi`.
 * :func:`kmeans`: the (spherical) k-means of the Routing Transformer (Roy et al. 2021).
-* :func:`clustered_attention`: the engine. Positions are *sorted by cluster* and every cluster is
-  cut into a padded chunk, so each cluster is one small dense attention:
+* :func:`clustered_attention`: positions are *sorted by cluster* and every cluster is cut into a
+  padded chunk, so each cluster is one small dense attention (the grouped-attention engine of
+  :mod:`._groups`, shared with :mod:`.chunked`):
   :math:`C \cdot B_q \cdot B_k` scores (:math:`B` = largest cluster): about :math:`N^2 / C` when
   the clusters are balanced, but up to :math:`N^2` when one cluster holds most vectors (LSH
   buckets are unbalanced; Reformer's equal-size chunks and Routing's balanced clusters trade
@@ -32,10 +33,12 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate.settings import check_settings
 from .._validate.variants import clustering as rules
 from ..attention import scaled_dot_product_attention
 from ..utils import validated
-from .base import PatternAttention, gather_rows
+from ._groups import Groups, attend_in_groups, by_position, per_round, rows
+from .base import PatternAttention
 
 __all__ = [
     "lsh_buckets",
@@ -138,8 +141,8 @@ def _cluster_mask(query_clusters: torch.Tensor, key_clusters: torch.Tensor) -> t
 def _chunks(cluster: torch.Tensor, n_clusters: int, size: int | None = None):
     """Sort positions by cluster and cut one padded chunk per cluster.
 
-    ``cluster`` ``(B, n)`` -> ``(table (B, C, size) of positions with -1 for padding, size)``:
-    ``table[b, c]`` lists the positions of cluster ``c`` in increasing order.
+    ``cluster`` ``(B, n)`` -> ``(table (B, C, size) of positions with n for an empty slot,
+    size)``: ``table[b, c]`` lists the positions of cluster ``c`` in increasing order.
     """
     batch, n = cluster.shape
     counts = _cluster_sizes(cluster, n_clusters)  # (B, C) members per cluster
@@ -150,7 +153,7 @@ def _chunks(cluster: torch.Tensor, n_clusters: int, size: int | None = None):
     sorted_cluster = cluster.gather(-1, order)  # (B, n)
     rank = torch.arange(n, device=cluster.device) - starts.gather(-1, sorted_cluster)  # (B, n)
     slot = sorted_cluster * size + rank  # (B, n): where each sorted position goes in the table
-    table = torch.full((batch, n_clusters * size), -1, dtype=torch.long, device=cluster.device)
+    table = torch.full((batch, n_clusters * size), n, dtype=torch.long, device=cluster.device)
     table.scatter_(-1, slot, order)
     return table.reshape(batch, n_clusters, size), size
 
@@ -242,84 +245,45 @@ def _masked_dense(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_we
 
 
 def _chunked(q, k, v, q_clusters, k_clusters, n_clusters, key_mask, need_weights, dropout_p):
-    """``clustered_attention`` chunk by chunk: one dense attention per (round, cluster)."""
+    """``clustered_attention`` chunk by chunk: one group per (round, cluster), on the engine of
+    :mod:`._groups`. All the padded chunks are computed at once (``cells=None``): this exact form
+    costs what its padding costs, and section 06 measures it."""
     lead, n_q, n_k = q.shape[:-2], q.shape[-2], k.shape[-2]
     batch, rounds = q_clusters.shape[:2]
-    # Every round becomes a batch entry: (B * rounds, n).
+    # Every round becomes a batch entry: (B * rounds, n), then one group per cluster.
     q_table, _ = _chunks(q_clusters.reshape(batch * rounds, n_q), n_clusters)  # (BR, C, Bq)
     k_table, _ = _chunks(k_clusters.reshape(batch * rounds, n_k), n_clusters)  # (BR, C, Bk)
-
-    def per_round(x: torch.Tensor) -> torch.Tensor:  # (B, n, d) -> (B * rounds, n, d)
-        return x[:, None].expand(-1, rounds, -1, -1).reshape(batch * rounds, *x.shape[1:])
-
-    queries = gather_rows(per_round(q.reshape(batch, n_q, -1)), q_table)  # (BR, C, Bq, d_k)
-    keys = gather_rows(per_round(k.reshape(batch, n_k, -1)), k_table)  # (BR, C, Bk, d_k)
-    values = gather_rows(per_round(v.reshape(batch, n_k, -1)), k_table)  # (BR, C, Bk, d_v)
-    scores = queries @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (BR, C, Bq, Bk)
-
-    key_ok = k_table >= 0  # (BR, C, Bk)
-    if key_mask is not None:
-        allowed_keys = key_mask.to(q.device).expand(*lead, n_k).reshape(batch, n_k)  # (B, n_k)
-        allowed_rows = gather_rows(per_round(allowed_keys[..., None].to(q.dtype)), k_table)
-        key_ok = key_ok & allowed_rows[..., 0].bool()  # (BR, C, Bk)
-    allowed = (q_table >= 0)[..., :, None] & key_ok[..., None, :]  # (BR, C, Bq, Bk)
-
+    entry = torch.arange(batch * rounds, device=q.device)  # (BR,): entry b, round r at b R + r
+    groups = Groups(
+        batch=(entry // rounds).repeat_interleave(n_clusters),  # (G,), G = B R C
+        queries=q_table.reshape(batch * rounds * n_clusters, -1),  # (G, Bq)
+        keys=k_table.reshape(batch * rounds * n_clusters, -1),  # (G, Bk)
+    )
+    scores = None
     if rounds > 1:  # m_ij: in how many rounds query i and key j share a cluster
-        q_all = gather_rows(per_round(q_clusters.transpose(1, 2).to(q.dtype)), q_table)  # (BR,C,Bq,R)
-        k_all = gather_rows(per_round(k_clusters.transpose(1, 2).to(q.dtype)), k_table)  # (BR,C,Bk,R)
-        meetings = torch.zeros_like(scores)  # (BR, C, Bq, Bk), one round at a time
-        for r in range(rounds):
-            meetings += q_all[..., :, None, r] == k_all[..., None, :, r]
-        scores = scores - torch.log(meetings.clamp_(min=1))
+        q_of, k_of = by_position(q_clusters), by_position(k_clusters)  # (B, n + 1, R)
 
-    # A softmax per cluster that also returns its log-sum-exp l (-inf when nothing is allowed).
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    top = scores.amax(dim=-1, keepdim=True)  # (BR, C, Bq, 1)
-    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-    exps = torch.exp(scores - top)  # exactly 0 on blocked cells
-    totals = exps.sum(dim=-1, keepdim=True)  # (BR, C, Bq, 1)
-    weights = exps / totals.clamp(min=torch.finfo(q.dtype).tiny)  # (BR, C, Bq, Bk), rows sum to 1 or 0
-    lse = torch.where(totals > 0, torch.log(totals.clamp(min=torch.finfo(q.dtype).tiny)) + top,
-                      torch.full_like(top, float("-inf")))[..., 0]  # (BR, C, Bq)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    chunk_out = weights @ values  # (BR, C, Bq, d_v)
+        def scores(block: torch.Tensor, part: Groups) -> torch.Tensor:
+            """The engine's hook on a block of scores ``(g, a, b)``: lowered by log m_ij."""
+            q_ids = rows(q_of, part.queries, part.batch)  # (g, a, R)
+            k_ids = rows(k_of, part.keys, part.batch)  # (g, b, R)
 
-    # Back to positions: each query sits in exactly one chunk per round.
-    slot = q_table.reshape(batch * rounds, -1)  # (BR, C * Bq) positions, -1 = empty
-    real = slot >= 0
-    target = torch.where(real, slot, torch.full_like(slot, n_q))  # empties go to a spare row
-    d_v = v.shape[-1]
-    round_out = q.new_zeros(batch * rounds, n_q + 1, d_v).scatter(
-        1, target[..., None].expand(-1, -1, d_v), chunk_out.reshape(batch * rounds, -1, d_v)
-    )[:, :n_q].reshape(batch, rounds, n_q, d_v)
-    round_lse = q.new_full((batch * rounds, n_q + 1), float("-inf")).scatter(
-        1, target, lse.reshape(batch * rounds, -1)
-    )[:, :n_q].reshape(batch, rounds, n_q)
+            def met(r: int) -> torch.Tensor:  # (g, a, b): same cluster in round r
+                return q_ids[..., r, None] == k_ids[..., None, :, r]
 
-    # Merge the rounds by their log-sum-exp (one round: the share is 1 or 0).
-    best = round_lse.amax(dim=1, keepdim=True)  # (B, 1, n_q)
-    best = torch.where(torch.isfinite(best), best, torch.zeros_like(best))
-    mass = torch.exp(round_lse - best)  # (B, R, n_q), 0 where a round saw no key
-    norm = mass.sum(dim=1, keepdim=True)  # (B, 1, n_q)
-    share = mass / norm.clamp(min=torch.finfo(q.dtype).tiny)  # (B, R, n_q)
-    out = (share[..., None] * round_out).sum(dim=1).reshape(*lead, n_q, d_v)  # (..., n_q, d_v)
+            return block - torch.log(per_round(met, rounds, block.dtype).clamp(min=1))
+
+    if key_mask is not None:
+        key_mask = key_mask.to(q.device).expand(*lead, n_k).reshape(batch, n_k)  # (B, n_k)
+    result = attend_in_groups(
+        q.reshape(batch, n_q, -1), k.reshape(batch, n_k, -1), v.reshape(batch, n_k, -1), groups,
+        key_mask=key_mask, scores=scores, dropout_p=dropout_p, cells=None,
+        need_weights=need_weights,
+    )  # (B, n_q, d_v) [, (B, n_q, n_k)]
     if not need_weights:
-        return out
-
-    # Dense weights for pictures: round r's weight of (i, j) times the share of round r.
-    total_lse = torch.log(norm.clamp(min=torch.finfo(q.dtype).tiny)) + best  # (B, 1, n_q)
-    row_lse = total_lse.expand(-1, rounds, -1).reshape(batch * rounds, n_q)
-    row_lse = torch.cat([row_lse, row_lse.new_zeros(batch * rounds, 1)], dim=1)  # spare row
-    lse_chunk = row_lse.gather(1, target).reshape_as(lse)  # (BR, C, Bq)
-    cell = exps * torch.exp(top - lse_chunk[..., None])  # (BR, C, Bq, Bk) = e^{s - log m - L}
-    cell = cell * allowed
-    cell_index = target.reshape_as(lse)[..., None] * n_k + k_table.clamp(min=0)[..., None, :]
-    dense = q.new_zeros(batch, (n_q + 1) * n_k).scatter_add(
-        1, cell_index.reshape(batch, -1), cell.reshape(batch, -1)
-    )  # (B, (n_q + 1) * n_k)
-    dense = dense.reshape(batch, n_q + 1, n_k)[:, :n_q].reshape(*lead, n_q, n_k)
-    return out, dense
+        return result.reshape(*lead, n_q, -1)  # (..., n_q, d_v)
+    out, weights = result
+    return out.reshape(*lead, n_q, -1), weights.reshape(*lead, n_q, n_k)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,7 +319,7 @@ class LSHAttention(PatternAttention):
         seed: int = 0,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        rules.lsh_settings(self, n_buckets, n_hashes, seed)
+        check_settings(n_buckets=n_buckets, n_hashes=n_hashes, seed=seed)
         self.n_buckets, self.n_hashes = int(n_buckets), int(n_hashes)
         rotations = random_rotations(self.d_head, n_buckets, n_hashes, heads=num_heads, seed=seed)
         self.register_buffer("rotations", rotations)  # (heads, n_hashes, d_head, n_buckets / 2)
@@ -411,7 +375,7 @@ class RoutingAttention(PatternAttention):
         seed: int = 0,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        rules.routing_settings(self, n_clusters, decay, seed)
+        check_settings(n_clusters=n_clusters, decay=decay, seed=seed)
         self.n_clusters, self.decay = int(n_clusters), float(decay)
         generator = torch.Generator().manual_seed(int(seed))
         centroids = F.normalize(torch.randn(num_heads, n_clusters, self.d_head, generator=generator), dim=-1)

@@ -62,9 +62,7 @@ class EfficientAttention(AttentionVariant):
         super().__init__(d_model, num_heads, dropout, bias=bias)  # the variants' one convention
 
     def attend(self, q, k, v, mask, need_weights):
-        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # (b|1, h|1, 1, n_k)
-        if key_mask is not None:
-            key_mask = key_mask[..., 0, :]  # (batch | 1, heads | 1, n_k)
+        key_mask, _ = self.supported_mask(mask, q.shape[-2], k.shape[-2])  # (b|1, h|1, n_k)
         out = efficient_attention(q, k, v, key_mask)  # (batch, heads, n, d_head)
         if not need_weights:
             return out, None

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import torch
 
+from .._validate.settings import check_settings
 from .._validate.variants import linear as rules
 from ..attention import MultiHeadAttention
 from ..utils import validated
@@ -189,14 +190,14 @@ class LinearAttention(AttentionVariant):
         self, x: torch.Tensor, is_query: bool, key_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """:math:`\\phi` of queries or keys ``(batch, heads, n, d_head)`` -> ``(..., n, f)``, in
-        at least float32; a key where ``key_mask`` ``(.., 1, n)`` is False gets all-zero features,
+        at least float32; a key where ``key_mask`` ``(.., n)`` is False gets all-zero features,
         so it drops out of both sums."""
         x = x.to(_accumulation_dtype(x.dtype))  # upcast first: the map runs in float32 at least
         features = self.feature_map(x)
         rules.feature_values(features, features, x, x)  # the map may be the learner's: check it
         features = features.to(x.dtype)
         if key_mask is not None:
-            keep = key_mask.transpose(-2, -1)  # (batch | 1, heads | 1, n, 1)
+            keep = key_mask[..., None]  # (batch | 1, heads | 1, n, 1)
             features = torch.where(keep, features, torch.zeros_like(features))  # padded key: 0
         return features
 
@@ -307,7 +308,7 @@ class PerformerAttention(LinearAttention):
         orthogonal: bool = True,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        rules.performer_settings(self, n_features, orthogonal)
+        check_settings(n_features=n_features, orthogonal=orthogonal)
         self.n_features, self.orthogonal = int(n_features), orthogonal
         self.register_buffer("projection", random_projection(n_features, self.d_head, orthogonal))
 
@@ -317,7 +318,7 @@ class PerformerAttention(LinearAttention):
         x = x.to(_accumulation_dtype(x.dtype)) / self.d_head**0.25  # x^T y = q^T k / sqrt(d_head)
         exponents = _performer_exponents(x, self.projection)  # (batch, heads, n, m)
         if key_mask is not None:  # a padded key: exp(-inf) = 0 features, whatever its content
-            exponents = exponents.masked_fill(~key_mask.transpose(-2, -1), float("-inf"))
+            exponents = exponents.masked_fill(~key_mask[..., None], float("-inf"))
         if is_query:  # a per-query constant: cancels in that query's ratio
             shift = exponents.amax(dim=-1, keepdim=True)  # (batch, heads, n, 1)
         elif x.shape[-2] > 0:  # one constant for all keys of a head: cancels for every query

@@ -11,6 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate.settings import check_settings
 from .._validate.variants import local as rules
 from ..attention import masked_softmax
 from ..utils import validated
@@ -151,7 +152,7 @@ class LocalAttention(PatternAttention):
         window: int = 8,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        rules.window_size(self, window)
+        check_settings(window=window)
         self.window = int(window)
 
     def pattern(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate.variants import low_rank as rules
+from .._validate.settings import check_settings
 from ..attention import scaled_dot_product_attention
 from .base import AttentionVariant, zero_masked_keys
 
@@ -66,7 +66,7 @@ class LinformerAttention(AttentionVariant):
         share_kv: bool = False,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        rules.linformer_settings(self, seq_len, k, share_kv)
+        check_settings(seq_len=seq_len, k=k, share_kv=share_kv)
         self.seq_len, self.k = int(seq_len), int(k)
         self.key_projection = nn.Parameter(torch.empty(self.k, self.seq_len))  # E: (k, N)
         nn.init.xavier_normal_(self.key_projection)
@@ -130,7 +130,7 @@ class CompressedAttention(AttentionVariant):
         stride: int = 4,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        rules.compression_stride(self, stride)
+        check_settings(stride=stride)
         self.stride = int(stride)
         self.key_conv = nn.Conv1d(self.d_head, self.d_head, kernel_size=stride, stride=stride)
         self.value_conv = nn.Conv1d(self.d_head, self.d_head, kernel_size=stride, stride=stride)
@@ -157,7 +157,7 @@ class CompressedAttention(AttentionVariant):
         if key_mask is not None:
             pad = -n_k % self.stride
             windows = F.pad(key_mask, (0, pad)).unflatten(-1, (-1, self.stride))  # (.., n_c, s)
-            compressed_mask = windows.any(dim=-1)  # (batch | 1, heads | 1, 1, n_c)
+            compressed_mask = windows.any(dim=-1)[..., None, :]  # (batch | 1, heads | 1, 1, n_c)
         out, _ = scaled_dot_product_attention(
             q, compressed_keys, compressed_values, compressed_mask, self.dropout_p
         )  # (batch, heads, n_q, d_head)

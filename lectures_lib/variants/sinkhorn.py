@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._validate.settings import check_settings
 from .._validate.variants import sinkhorn as rules
 from ..attention import attention_scores, masked_softmax
 from ..utils import validated
@@ -99,7 +100,7 @@ class SinkhornAttention(AttentionVariant):
         temperature: float = 0.75,
     ) -> None:
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        rules.sinkhorn_settings(self, block_size, n_iters, temperature)
+        check_settings(block_size=block_size, n_iters=n_iters, temperature=temperature)
         self.block_size, self.n_iters = int(block_size), int(n_iters)
         self.temperature = float(temperature)
         self.sort_proj = nn.Linear(self.d_head, self.d_head, bias=False)  # W of the sorting net
@@ -126,7 +127,7 @@ class SinkhornAttention(AttentionVariant):
         n_blocks = -(-n // self.block_size)  # ceil(n / b)
         valid = torch.ones(1, 1, n, dtype=torch.bool, device=q.device)  # (1, 1, n)
         if key_mask is not None:
-            valid = valid & key_mask[..., 0, :]  # (batch | 1, heads | 1, n)
+            valid = valid & key_mask  # (batch | 1, heads | 1, n)
         keep = valid[..., None]  # (batch | 1, heads | 1, n, 1)
         # Padded positions are zeroed so that their content cannot reach the sorting or the keys.
         q_blocks = self._blocks(q, n_blocks)  # (batch, heads, n_b, b, d)

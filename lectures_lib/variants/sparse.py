@@ -381,7 +381,7 @@ class BigBirdAttention(_SparsePatternAttention):
         seed: int = 0,
     ) -> None:
         super().__init__(d_model, num_heads, dropout, bias=bias)
-        rules.big_bird_settings(self, window, num_random, global_positions, seed)
+        rules.big_bird_settings(window, num_random, global_positions, seed)
         self.window, self.num_random, self.seed = int(window), int(num_random), int(seed)
         self.global_positions = tuple(int(p) for p in global_positions)
 

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate.variants import synthesizer as rules
+from .._validate.settings import check_settings
 from ..attention import masked_softmax
 from .base import AttentionVariant
 
@@ -34,7 +34,7 @@ class _SynthesizerBase(AttentionVariant):
     def __init__(self, d_model, num_heads, dropout=0.0, *, bias=True, seq_len, hidden=None,
                  fixed=False):
         super().__init__(d_model, num_heads, dropout=dropout, bias=bias)
-        rules.synthesizer_settings(self, seq_len, hidden, fixed)
+        check_settings(seq_len=seq_len, hidden=hidden, fixed=fixed)
         self.seq_len = int(seq_len)
 
     def _weighted_values(self, scores, v, mask, need_weights):

@@ -18,19 +18,15 @@ from lectures_lib.checks.positional import (
 )
 from lectures_lib.positional import sinusoidal_encoding
 
+from ..references import sinusoid_formula
+
 # ---------------------------------------------------------------------------------------------
 # Correct implementations, written the ways students write them
 # ---------------------------------------------------------------------------------------------
 
 
-def loops(n_positions, d_model):
-    table = torch.zeros(n_positions, d_model)
-    for pos in range(n_positions):
-        for j in range(d_model):
-            i = j // 2
-            angle = pos / 10000 ** (2 * i / d_model)
-            table[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
-    return table
+def loops(n_positions, d_model):  # entry by entry in Python floats, into a float32 table
+    return sinusoid_formula(n_positions, d_model).float()
 
 
 def vectorised_exp_log(n_positions, d_model):  # the PyTorch-tutorial form

@@ -6,6 +6,7 @@ Chinese text of the course keeps to it, in both scripts.
   files, the generated zh-Hans notebooks, README.zh-CN.md, the checkers' catalogue), nor in the
   Traditional ones where its conversion is not itself a course term (查找 becomes 查詢, the
   course's *query*: that collision is why it is avoided, so 查詢 itself is not searched);
+* the Chinese in code cells (plot titles, comments) keeps to it too (issue 40);
 * a quote of the notes or the lecture after 笔记说： / 课程说： is in quotation marks.
 Shown failing on a notebook that says 可以注意, 往前看 or 合成器 again.
 """
@@ -52,6 +53,8 @@ def _texts(language: str) -> dict[str, str]:
         nb = nbformat.read(tr.output_path(path, language), as_version=4)
         texts[f"{language}/{path.name}"] = "\n".join(
             tr.source_of(c) for c in tr.markdown_cells(nb))
+        texts[f"{language}/{path.name} (code cells)"] = "\n".join(  # titles, comments
+            run for c in nb.cells if c.cell_type == "code" for run in tr.chinese_runs(tr.source_of(c)))
         if language == tr.SOURCE_LANGUAGE:
             texts[tr.translation_path(path).name] = tr.translation_path(path).read_text("utf-8")
     readme = tr.README_NAMES[language]

@@ -34,8 +34,8 @@ def _get_json(url: str):
 
 def test_makefile_lab_targets_use_the_launcher():
     makefile = (ROOT / "Makefile").read_text()
-    assert "\nlab: $(STAMP)\n\t$(BIN)/python -m course_tools lab" in makefile
-    assert "\nlab-student: $(STAMP)\n\t$(BIN)/python -m course_tools lab --student" in makefile
+    assert "\nlab: $(LAB_STAMP)\n\t$(BIN)/python -m course_tools lab" in makefile
+    assert "\nlab-student: $(LAB_STAMP)\n\t$(BIN)/python -m course_tools lab --student" in makefile
 
 
 def test_lab_is_rooted_at_the_repository_and_opens_on_notebooks():

@@ -318,6 +318,33 @@ def _hant_texts() -> dict[str, str]:
     return texts
 
 
+def _hant_code(path: Path) -> str:
+    """The Chinese of a zh-Hant notebook's code cells (plot titles, comments), one run a line."""
+    nb = nbformat.read(tr.output_path(path, "zh-Hant"), as_version=4)
+    return "\n".join(run for cell in nb.cells if cell.cell_type == "code"
+                     for run in tr.chinese_runs(tr.source_of(cell)))
+
+
+@pytest.mark.parametrize("path", TRANSLATED, ids=IDS)
+def test_traditional_code_cells_speak_taiwanese(path):
+    """A zh-Hant code cell's strings and comments (issue 40: plot titles showed 聚类, 哈希,
+    矩阵乘法的顺序) hold no Simplified character and no mainland word of ZH_HANT_WRONG."""
+    text = _hant_code(path)
+    found = zh_hant.simplified_characters(text) + tr.wrong_forms(text)
+    assert not found, f"zh-Hant/{path.name}'s code cells:\n" + "\n".join(found)
+
+
+def test_the_code_check_fails_on_simplified_and_mainland_strings():
+    english = "\n".join(run for path in TRANSLATED for cell in _english(path).cells
+                        if cell.cell_type == "code" for run in tr.chinese_runs(tr.source_of(cell)))
+    assert zh_hant.simplified_characters(english), "the English code cells hold Simplified terms"
+    assert zh_hant.simplified_characters("title=\"LSH (哈希) and k-means (聚类)\"")
+    assert tr.wrong_forms(tr.code_to_hant("# 在一个新进程里测，并行训练"))  == [] and tr.wrong_forms(
+        "# 在一個新程序裡測，並行訓練")
+    converted = tr.code_to_hant('ax.set(title="LSH (哈希) and k-means (聚类) masks")  # 机 器 学 习')
+    assert converted == 'ax.set(title="LSH (雜湊) and k-means (聚類) masks")  # 機 器 學 習'
+
+
 def test_no_mis_conversion_is_left_in_the_traditional_texts():
     found = [f"{name}: {problem}" for name, text in _hant_texts().items()
              for problem in tr.wrong_forms(text)]
@@ -335,6 +362,10 @@ _INVITING = {
     "支持 Pre-LN 的理由", "序列步數|是序列的|RNN：序列": "RNN 是串行的", "方差": "方差",
     "矩母": "矩母函数", "實現": "实现", "軟體包": "软件包", "大數據": "大数据集",
     "窗口": "一个窗口里的帧",
+    # issue 40: mainland words s2twp leaves in place
+    "歸一化": "层归一化", "獨熱": "独热编码", "並行": "并行训练", "報錯": "程序不会报错",
+    "程序": "在一个新进程里测", "運行": "批次上运行同一个", "打分": "给查询和键打分",
+    "異常": "抛出了异常",
 }
 _AT_THE_SOURCE = {"物件", "鐘錶的指標", "數位", "支援[^。，；]{0,12}的理由", "序列步數|是序列的|RNN：序列"}
 

@@ -132,18 +132,6 @@ def test_local_and_linear_attention_time_is_linear_in_n():
     assert 0 < linear <= 4 * n * d * (d + 1), linear
 
 
-@pytest.mark.parametrize(
-    ("call", "match"),
-    [
-        (lambda: band_to_dense(torch.ones(3, 4)), "odd last dimension"),
-        (lambda: band_to_dense(torch.ones(3)), r"got \(3,\)"),
-    ],
-)
-def test_band_errors(call, match):
-    with pytest.raises(ValueError, match=match):
-        call()
-
-
 def test_attention_errors_name_the_shapes():
     q, k, v = random_qkv(2, n=5)
     with pytest.raises(ValueError, match="window must be >= 0"):

@@ -52,26 +52,6 @@ def test_masks_are_built_on_the_requested_device():
         assert make().device == torch.device("cpu")
 
 
-@pytest.mark.parametrize(
-    ("call", "error", "match"),
-    [
-        (lambda: local_mask(0, 1), ValueError, "n must be >= 1"),
-        (lambda: local_mask(4, -1), ValueError, "window must be >= 0"),
-        (lambda: local_mask(4, 1.5), TypeError, "window must be an int"),
-        (lambda: local_mask(4, True), TypeError, "window must be an int"),
-        (lambda: stride_mask(4, 0), ValueError, "stride must be >= 1"),
-        (lambda: global_mask(4, [4]), ValueError, r"global_positions must lie in \[0, 3\]"),
-        (lambda: global_mask(4, [-1]), ValueError, "global_positions must lie"),
-        (lambda: global_mask(4, torch.tensor([0.0])), TypeError, "global_positions must have"),
-        (lambda: global_mask(4, [1.5]), TypeError, "global_positions must have dtype integer"),
-        (lambda: global_mask(4, [[1]]), ValueError, "global_positions must have 1 dimensions"),
-    ],
-)
-def test_mask_and_band_errors(call, error, match):
-    with pytest.raises(error, match=match):
-        call()
-
-
 # -- section 06: dilated and random patterns, per-head patterns, the receptive field ----------
 
 

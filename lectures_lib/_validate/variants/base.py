@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ...masks import with_key_padding
 from ..attention import mha_inputs
 
 _SUPPORTED = {
@@ -13,11 +14,14 @@ _SUPPORTED = {
 }
 
 
-def variant_inputs(module, query, key, value, mask, need_weights) -> None:
-    """``forward`` of a variant: what ``MultiHeadAttention`` checks (shapes, the module's dtype,
-    the mask), then what its capability flags (``self_attention_only``, ``masks``, ``seq_len``)
-    allow."""
-    mha_inputs(module, query, key, value, mask, need_weights)  # MultiHeadAttention's: dtype too
+def variant_inputs(module, query, key, value, mask=None, need_weights=True, *,
+                   key_padding_mask=None, positions=None) -> None:
+    """``AttentionVariant.check_inputs``, the door of a variant's ``forward``: what
+    ``MultiHeadAttention`` checks (shapes, the module's dtype, the masks), then what its
+    capability flags (``self_attention_only``, ``masks``, ``seq_len``) allow."""
+    mha_inputs(module, query, key, value, mask, need_weights, key_padding_mask=key_padding_mask,
+               positions=positions)  # MultiHeadAttention's: dtype too
+    mask = with_key_padding(mask, key_padding_mask)  # the mask the steps will see
     name = type(module).__name__
     if module.self_attention_only and query.shape[1] != key.shape[1]:
         raise ValueError(

@@ -111,14 +111,3 @@ def square_allowed(allowed):
     check_tensor(allowed, "allowed", dtype="bool")
     if allowed.dim() < 2 or allowed.shape[-1] != allowed.shape[-2]:
         raise ValueError(f"allowed must be a square mask (..., n, n), got {tuple(allowed.shape)}")
-
-
-def reformer_settings(module, chunk_size, same_bucket, exclude_self):
-    check_positive_int(chunk_size, "chunk_size")
-    check_bool(same_bucket, "same_bucket")
-    check_bool(exclude_self, "exclude_self")
-
-
-def balanced_routing_settings(module, cluster_size):
-    if cluster_size is not None:
-        check_positive_int(cluster_size, "cluster_size")

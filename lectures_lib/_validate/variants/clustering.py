@@ -14,20 +14,10 @@ from ...utils import (
     check_seed,
     check_tensor,
 )
+from ..settings import settings
 from .shared import key_mask_shape
 
-
-def rotation_sizes(d, n_buckets, n_hashes=1, *, heads=None, seed=0):
-    check_positive_int(d, "d")
-    check_positive_int(n_buckets, "n_buckets")
-    check_positive_int(n_hashes, "n_hashes")
-    if n_buckets % 2:
-        raise ValueError(
-            f"n_buckets must be even (a bucket per direction and per opposite), got {n_buckets}"
-        )
-    if heads is not None:
-        check_positive_int(heads, "heads")
-    check_seed(seed)
+rotation_sizes = settings("d", "n_buckets", "n_hashes", "heads", "seed")
 
 
 def x_and_rotations(x, rotations):
@@ -124,13 +114,3 @@ def clustered_qkv(q, k, v, query_clusters, key_clusters, n_clusters, *,
         )
     if key_mask is not None:
         key_mask_shape(key_mask, k.shape[:-1])
-
-
-def lsh_settings(module, n_buckets, n_hashes, seed):
-    rotation_sizes(module.d_head, n_buckets, n_hashes, seed=seed)
-
-
-def routing_settings(module, n_clusters, decay, seed):
-    check_positive_int(n_clusters, "n_clusters")
-    check_probability(decay, "decay")
-    check_seed(seed)

@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from ...utils import (
-    check_bool,
-    check_positive_int,
-    check_qkv,
-    check_tensor,
-)
+from ...utils import check_bool, check_qkv, check_tensor
+from ..settings import settings
 
 
 def floating_x(x):
@@ -65,16 +61,7 @@ def feature_values(q_features: object, k_features: object, q: torch.Tensor, k: t
         )
 
 
-def projection_args(n_features, d, orthogonal=True, *, generator=None, dtype=torch.float32):
-    check_positive_int(n_features, "n_features")
-    check_positive_int(d, "d")
-    check_bool(orthogonal, "orthogonal")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
-        )
+projection_args = settings("n_features", "d", "orthogonal", "generator", "dtype")
 
 
 def x_and_projection(x, projection):
@@ -87,8 +74,3 @@ def x_and_projection(x, projection):
             f"projection must have shape (n_features, {x.shape[-1]}) to match x's last "
             f"dimension, got {tuple(projection.shape)} for x of shape {tuple(x.shape)}"
         )
-
-
-def performer_settings(module, n_features, orthogonal):
-    check_positive_int(n_features, "n_features")
-    check_bool(orthogonal, "orthogonal")

@@ -7,48 +7,21 @@ from collections.abc import Sequence
 
 import torch
 
-from ...utils import (
-    check_device,
-    check_non_negative_int,
-    check_positive_int,
-    check_seed,
-    check_tensor,
-)
+from ...utils import check_non_negative_int, check_tensor
+from ..settings import check_settings, settings
 from .shared import global_token_positions
 
-
-def size_and_window(n, window, device=None):
-    check_positive_int(n, "n")
-    check_non_negative_int(window, "window")
-    check_device(device)
-
-
-def size_and_stride(n, stride, device=None):
-    check_positive_int(n, "n")
-    check_positive_int(stride, "stride")
-    check_device(device)
+size_and_window = settings("n", "window", "device")
+size_and_stride = settings("n", "stride", "device")
+dilated_window = settings("n", "window", "dilation", "device")
+random_key_count = settings("n", "num_random", "seed")
+random_mask_args = settings("n", "num_random", "seed", "device")
 
 
 def size_and_globals(n, global_positions, device=None):
-    check_positive_int(n, "n")
+    check_settings(n=n)
     global_token_positions(global_positions, n)
-    check_device(device)
-
-
-def dilated_window(n, window, dilation, device=None):
-    size_and_window(n, window, device)
-    check_positive_int(dilation, "dilation")
-
-
-def random_key_count(n, num_random, seed=0):
-    check_positive_int(n, "n")
-    check_non_negative_int(num_random, "num_random")
-    check_seed(seed)
-
-
-def random_mask_args(n, num_random, seed=0, device=None):
-    random_key_count(n, num_random, seed)
-    check_device(device)
+    check_settings(device=device)
 
 
 def one_mask_per_head(patterns):

@@ -3,11 +3,7 @@
 
 from __future__ import annotations
 
-from ...utils import (
-    check_positive_float,
-    check_positive_int,
-    check_tensor,
-)
+from ...utils import check_positive_int, check_tensor
 
 
 def square_log_scores(log_scores, n_iters=8):
@@ -18,9 +14,3 @@ def square_log_scores(log_scores, n_iters=8):
             f"{tuple(log_scores.shape)}"
         )
     check_positive_int(n_iters, "n_iters")
-
-
-def sinkhorn_settings(module, block_size, n_iters, temperature):
-    check_positive_int(block_size, "block_size")
-    check_positive_int(n_iters, "n_iters")
-    check_positive_float(temperature, "temperature")

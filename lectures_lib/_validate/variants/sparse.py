@@ -6,9 +6,9 @@ from __future__ import annotations
 from ...utils import (
     check_non_negative_int,
     check_positive_int,
-    check_seed,
     check_tensor,
 )
+from ..settings import check_settings
 from .shared import global_token_positions, int_sequence, self_attention_qkv
 
 
@@ -76,8 +76,7 @@ def longformer_settings(module, window, dilations, global_positions):
     int_sequence(global_positions, "global_positions", low=0)
 
 
-def big_bird_settings(module, window, num_random, global_positions, seed):
-    check_non_negative_int(window, "window")
-    check_non_negative_int(num_random, "num_random")
+def big_bird_settings(window, num_random, global_positions, seed):
+    check_settings(window=window, num_random=num_random)
     int_sequence(global_positions, "global_positions", low=0)
-    check_seed(seed)
+    check_settings(seed=seed)

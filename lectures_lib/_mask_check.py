@@ -1,19 +1,15 @@
-"""The rules of :mod:`lectures_lib.masks`' builders and the mask contract's own check, ``check_mask``
-(public: ``masks.py`` re-exports it).
+"""The checks of :mod:`lectures_lib.masks`, beside it: the mask contract's ``check_mask``
+(public: ``masks.py`` re-exports it; every attention of the course checks its mask with it), the
+key-padding form given on its own (``key_padding_mask=``: ``padding_shape``), and the door rules
+of the two builders. Imports only :mod:`lectures_lib.utils`: ``masks.py`` imports nothing from
+the validators, which import ``masks.py`` and this file.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..utils import (
-    check_device,
-    check_non_negative_int,
-    check_positive_int,
-    check_tensor,
-)
-
-# -- the mask contract: every attention of the course checks its mask here ------------------
+from .utils import check_device, check_non_negative_int, check_positive_int, check_tensor
 
 
 def _padding_hint(scores_ndim: int) -> str:
@@ -77,6 +73,18 @@ def check_mask(mask: object, scores_shape: tuple[int, ...] | torch.Size) -> torc
     return mask
 
 
+def padding_shape(padding: object, name: str, batch: int, n_keys: int) -> None:
+    """A key-padding mask given on its own (``key_padding_mask=``): bool ``(batch, n_keys)``,
+    True = a real token (the course's convention; PyTorch's is the opposite)."""
+    check_tensor(padding, name, dtype="bool")
+    if tuple(padding.shape) != (batch, n_keys):
+        raise ValueError(
+            f"{name} must have shape (batch, n_keys) = ({batch}, {n_keys}), True = a real token "
+            f"(PyTorch's key_padding_mask is True at padding: pass ~theirs), got "
+            f"{tuple(padding.shape)}"
+        )
+
+
 def mask_size(n: object, device: object = None) -> None:
     check_positive_int(n, "n")
     check_device(device)
@@ -97,15 +105,3 @@ def sequence_lengths(lengths: object, max_len: object = None) -> None:
     max_len = check_non_negative_int(max_len, "max_len")
     if longest > max_len:
         raise ValueError(f"max_len={max_len} is shorter than the longest sequence ({longest})")
-
-
-def padding_shape(padding: object, name: str, batch: int, n_keys: int) -> None:
-    """A key-padding mask given on its own (``key_padding_mask=``): bool ``(batch, n_keys)``,
-    True = a real token (the course's convention; PyTorch's is the opposite)."""
-    check_tensor(padding, name, dtype="bool")
-    if tuple(padding.shape) != (batch, n_keys):
-        raise ValueError(
-            f"{name} must have shape (batch, n_keys) = ({batch}, {n_keys}), True = a real token "
-            f"(PyTorch's key_padding_mask is True at padding: pass ~theirs), got "
-            f"{tuple(padding.shape)}"
-        )
