@@ -270,7 +270,6 @@ def test_lectures_lib_imports_nothing_of_the_tools():
                                and n.args}) == {"course_tools.cli"}, "the scan reads"
 
 
-@pytest.mark.slow
 def test_the_tools_use_only_public_modules_of_the_library():
     """The grader reaches the checkers through their one interface (``lectures_lib.checks.grader``:
     the secret, the task variant, the time limits), never through a private module
@@ -288,6 +287,7 @@ def test_the_tools_use_only_public_modules_of_the_library():
         TOOL_MODULES["course_tools.grading._collect"], "course_tools.grading"), "the scan reads"
 
 
+@pytest.mark.slow
 def test_importing_the_whole_library_loads_no_tool():
     """At import time: every module of ``lectures_lib`` imported in one fresh interpreter, and
     no module of ``course_tools`` is loaded."""
