@@ -24,8 +24,10 @@ configures it for the course:
   ``python -m lectures_lib grade OUT`` reads.
 
 The hub runs as root (it starts servers as other users) and binds 127.0.0.1 unless told
-otherwise; it needs ``jupyterhub`` (``pip install -e '.[class]'``) and ``configurable-http-proxy``
-(``npm install -g configurable-http-proxy``).
+otherwise; it needs the ``class`` extra (``pip install '<the course's wheel>[class]'``: JupyterHub,
+JupyterLab, the idle culler) and ``configurable-http-proxy`` (``npm install -g
+configurable-http-proxy``). The term's operations (the idle culler, an instructor's account,
+``hub status``, ``hub remove-class``) are :mod:`.operations`.
 """
 
 from __future__ import annotations
@@ -245,6 +247,9 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
     c.JupyterHub.load_roles = [
         {"name": "user", "scopes": ["self", f"access:services!service={SERVICE}"]},
     ]
+    from course_tools.classroom.operations import configure_operations
+
+    configure_operations(c, hub_dir, port=port)  # the culler, the admins, a quiet JupyterLab
 
 
 # Runs as the student (subprocess user=): their notebooks as JSON on stdout, nothing else.
@@ -356,7 +361,11 @@ def hub_problem(*, check_python: bool = True) -> str | None:
     try:
         import jupyterhub  # noqa: F401
     except ImportError:
-        return "jupyterhub is not installed: pip install -e '.[class]'"
+        return "jupyterhub is not installed: pip install '<the course's wheel>[class]'"
+    from course_tools.classroom.operations import servers_problem
+
+    if missing := servers_problem():  # a student's login would hang at "50 %"
+        return missing
     if not shutil.which("configurable-http-proxy"):
         return ("configurable-http-proxy is not installed (JupyterHub's proxy, from npm): "
                 "npm install -g configurable-http-proxy")
@@ -375,6 +384,10 @@ def hub_problem(*, check_python: bool = True) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from course_tools.classroom import operations
+
+    if argv[:1] and argv[0] in operations.COMMANDS:  # hub status / hub remove-class
+        return operations.main(argv)
     if argv[:1] == ["serve-submit"]:
         serve_submit(Path(argv[1]))
         return 0
@@ -398,7 +411,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="useradd each student without a Unix account")
     parser.add_argument("--config-only", action="store_true",
                         help="write HUBDIR/jupyterhub_config.py and stop")
+    operations.add_options(parser)  # --idle-timeout, --admin
     args = parser.parse_args(argv)
+    absent = operations.accounts_absent(args.class_list) if args.create_users else []
     try:
         new = prepare(args.class_list, args.hub_dir, create_users=args.create_users)
     except (ValueError, FileNotFoundError) as error:
@@ -407,6 +422,14 @@ def main(argv: list[str] | None = None) -> int:
     if new:
         print(f"new passwords for {len(new)} student(s) in {args.hub_dir / 'passwords.csv'}")
     print(f"config: {config}")
+    operations.record_created_users(args.hub_dir, absent)
+    try:
+        admins = operations.set_up(args.hub_dir, idle_timeout=args.idle_timeout,
+                                   admins=args.admin)
+    except ValueError as error:
+        parser.error(str(error))
+    if admins:
+        print(f"new instructor password(s) in {args.hub_dir / operations.ADMIN_PASSWORDS}")
     if args.config_only:
         return 0
     problem = hub_problem()
