@@ -18,8 +18,10 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib copy DIR [--student] [--lang zh-CN]   the course into any folder
     python -m lectures_lib hub CLASS.csv --dir HUBDIR   JupyterHub for a class (as root)
 
-`copy`, `hub`, `release`, `source` and `grade --course FOLDER` work from an installed package; the others work
-on a clone of the repository (the notebooks, tests and README) and say so when there is none.
+`copy`, `hub`, `release`, `source` and `grade` work from an installed package (its own course
+notebooks: `release course OUT`, `source 01_self_attention OUT`, `grade` without `--course`); the
+others work on a clone of the repository (the notebooks, tests and README) and say so when there
+is none.
 """
 
 from __future__ import annotations
