@@ -20,8 +20,9 @@ configures it for the course:
 * **submit and collect**: the hub service ``course-submit`` (``/services/course-submit/``,
   logged in through the hub) copies the student's notebooks, read by a process running *as the
   student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m lectures_lib hub
-  collect HUBDIR OUT`` writes each student's latest submission to ``OUT/<student>/``, the layout
-  ``python -m lectures_lib grade OUT`` reads.
+  collect HUBDIR OUT`` (:mod:`.operations`) writes each student's latest submission to
+  ``OUT/<student>/`` (``--assignment ps1``: nbgrader's ``OUT/<student>/ps1/``) with its time, the
+  layout ``python -m lectures_lib grade OUT`` reads, and names who did not submit or was late.
 
 The hub runs as root (it starts servers as other users) and binds 127.0.0.1 unless told
 otherwise; it needs the ``class`` extra (``pip install '<the course's wheel>[class]'``: JupyterHub,
@@ -300,20 +301,6 @@ def submit(hub_dir: Path, username: str) -> list[str]:
     return sorted(parsed)
 
 
-def collect(hub_dir: Path, out: Path) -> dict[str, Path]:
-    """Each student's latest submission into ``out/<student>/`` (what ``grade`` reads)."""
-    collected = {}
-    for student in sorted(_class(hub_dir)):
-        runs = sorted((Path(hub_dir) / "exchange" / student).glob("*T*"))
-        if runs:
-            target = Path(out) / student
-            target.mkdir(parents=True, exist_ok=True)
-            for path in runs[-1].glob("*.ipynb"):
-                shutil.copyfile(path, target / path.name)
-            collected[student] = target
-    return collected
-
-
 def serve_submit(hub_dir: Path) -> None:
     """The ``course-submit`` hub service: a page with the student's notebooks and a button."""
     from html import escape
@@ -390,14 +377,6 @@ def main(argv: list[str] | None = None) -> int:
         return operations.main(argv)
     if argv[:1] == ["serve-submit"]:
         serve_submit(Path(argv[1]))
-        return 0
-    if argv[:1] == ["collect"]:
-        parser = argparse.ArgumentParser(prog="python -m lectures_lib hub collect")
-        parser.add_argument("hub_dir", type=Path)
-        parser.add_argument("out", type=Path, help="e.g. submitted/ (then: lectures_lib grade)")
-        args = parser.parse_args(argv[1:])
-        for student, folder in collect(args.hub_dir, args.out).items():
-            print(f"{student}: {folder}")
         return 0
     parser = argparse.ArgumentParser(prog="python -m lectures_lib hub",
                                      description=__doc__.splitlines()[0])

@@ -10,6 +10,9 @@
   that lands on JupyterHub's admin page (who is online; start or stop a student's server); its
   password in ``HUBDIR/admin-passwords.csv`` (``0600``);
 * **students' servers without popups**: JupyterLab's news feed and update check off;
+* ``hub collect HUBDIR OUT``: each student's latest submission (``--notebook``: of that notebook
+  only) with its time (``timestamp.txt``), in nbgrader's layout with ``--assignment``; who did not
+  submit, and who was late (``--deadline``);
 * ``hub status HUBDIR``: who is online (the hub's state) and who submitted what, when (the
   exchange's folders);
 * ``hub remove-class HUBDIR``: at the end of term, the Unix users the hub created (recorded in
@@ -29,7 +32,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 OPERATIONS = "operations.json"  # HUBDIR/operations.json: the culler's timeout, the admins
@@ -287,6 +291,114 @@ def _status_main(argv: list[str]) -> int:
     return 0
 
 
+# ---- hub collect ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Collected:
+    """One student's collected submission: ``folder`` None when there is none to collect."""
+
+    student: str
+    folder: Path | None
+    time: datetime | None  # the submission's time (aware: the hub's local zone)
+    late: timedelta | None  # past the deadline by (None: on time, or no deadline)
+    notebooks: tuple[str, ...]
+
+
+def _runs(hub_dir: Path, student: str) -> list[tuple[datetime, Path]]:
+    found = []
+    for run in sorted((Path(hub_dir) / "exchange" / student).glob("*T*")):
+        when = submission_time(run.name)
+        if when is not None and run.is_dir() and not run.is_symlink():
+            found.append((when.astimezone(), run))  # naive local time -> aware
+    return found
+
+
+def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
+            notebooks: list[str] | None = None, deadline: datetime | None = None
+            ) -> list[Collected]:
+    """Each student's latest submission (of ``notebooks``' stems, when given: the latest that
+    holds one of them) into ``out/<student>/`` or, with ``assignment``, nbgrader's layout
+    ``out/<student>/<assignment>/`` (``grade --student-ids-from-folders`` reads it when ``out``
+    is named ``submitted``), with ``timestamp.txt`` (the submission's time, as nbgrader's own
+    collect writes it). One entry per student of the class, those without a submission too."""
+    from course_tools.classroom.hub import USERNAME, _class
+
+    if assignment is not None and not USERNAME.fullmatch(assignment.lower()):
+        raise ValueError(f"assignment must be a plain name (letters, digits, _ or -), "
+                         f"got {assignment!r}")
+    wanted = None if not notebooks else {Path(name).stem for name in notebooks}
+    if deadline is not None and deadline.tzinfo is None:
+        deadline = deadline.astimezone()  # a naive deadline is the hub's local time
+    collected = []
+    for student in sorted(_class(hub_dir)):
+        chosen = None
+        for when, run in reversed(_runs(hub_dir, student)):
+            files = sorted(p for p in run.glob("*.ipynb")
+                           if p.is_file() and (wanted is None or p.stem in wanted))
+            if files:
+                chosen = (when, files)
+                break
+        if chosen is None:
+            collected.append(Collected(student, None, None, None, ()))
+            continue
+        when, files = chosen
+        target = Path(out) / student / (assignment or "")
+        target.mkdir(parents=True, exist_ok=True)
+        for path in files:
+            shutil.copyfile(path, target / path.name)
+        (target / "timestamp.txt").write_text(when.isoformat(sep=" "))
+        late = when - deadline if deadline is not None and when > deadline else None
+        collected.append(Collected(student, target, when, late, tuple(p.name for p in files)))
+    return collected
+
+
+def _collect_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lectures_lib hub collect",
+        description="Each student's latest submission into OUT (then: lectures_lib grade OUT), "
+        "with its time (timestamp.txt); names who did not submit and who was late.")
+    parser.add_argument("hub_dir", type=Path)
+    parser.add_argument("out", type=Path, help="e.g. submitted/ (then: lectures_lib grade)")
+    parser.add_argument("--assignment", default=None, metavar="NAME",
+                        help="nbgrader's layout OUT/<student>/NAME/ (e.g. ps1; OUT named "
+                        "submitted/, so grade --student-ids-from-folders and nbgrader read it)")
+    parser.add_argument("--notebook", action="append", default=None, metavar="NAME",
+                        help="collect only this notebook (e.g. 01_self_attention; repeatable): "
+                        "the latest submission that holds it")
+    parser.add_argument("--deadline", default=None, metavar="TIME",
+                        help="ISO time (e.g. 2026-12-05T23:59, the hub's local time unless it "
+                        "names a zone): submissions after it are listed as late")
+    args = parser.parse_args(argv)
+    if not (args.hub_dir / "class.json").is_file():
+        parser.error(f"hub_dir must be a hub's folder (with class.json), got {args.hub_dir}")
+    deadline = None
+    if args.deadline is not None:
+        try:
+            deadline = datetime.fromisoformat(args.deadline)
+        except ValueError:
+            parser.error(f"--deadline must be an ISO time like 2026-12-05T23:59, "
+                         f"got {args.deadline!r}")
+    try:
+        rows = collect(args.hub_dir, args.out, assignment=args.assignment,
+                       notebooks=args.notebook, deadline=deadline)
+    except ValueError as error:
+        parser.error(str(error))
+    for row in rows:
+        if row.folder is None:
+            print(f"{row.student}: no submission")
+        else:
+            late = f", LATE by {row.late}" if row.late else ""
+            print(f"{row.student}: {row.folder} (submitted {row.time:%Y-%m-%d %H:%M:%S %z}"
+                  f"{late}: {', '.join(row.notebooks)})")
+    missing = [row.student for row in rows if row.folder is None]
+    late = [row.student for row in rows if row.late]
+    print(f"{len(rows) - len(missing)} of {len(rows)} collected; no submission: "
+          f"{', '.join(missing) or 'none'}" + (f"; late: {', '.join(late) or 'none'}"
+                                              if deadline is not None else ""))
+    return 0
+
+
 # ---- hub remove-class ------------------------------------------------------------------------------
 
 
@@ -371,9 +483,9 @@ def _remove_main(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"status": _status_main, "remove-class": _remove_main}
+COMMANDS = {"status": _status_main, "remove-class": _remove_main, "collect": _collect_main}
 
 
 def main(argv: list[str]) -> int:
-    """``hub status ...`` / ``hub remove-class ...``."""
+    """``hub collect ...`` / ``hub status ...`` / ``hub remove-class ...``."""
     return COMMANDS[argv[0]](argv[1:])

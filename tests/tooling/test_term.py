@@ -315,3 +315,56 @@ def test_a_dask_worker_needs_the_courses_version_not_the_clients_path(tmp_path):
     # no copy of the batch's version at all: refused, naming what it has
     with pytest.raises(WorkerRefused, match="another version of the course"):
         _worker_course("w", other, "0" * 16 + "-" + "0" * 16)
+
+
+# ---- hub collect -------------------------------------------------------------------------------
+
+
+def test_collect_writes_nbgraders_layout_with_times_and_names_the_missing_and_the_late(
+        tmp_path, capsys):
+    from datetime import datetime
+
+    from nbgrader.utils import parse_utc
+
+    from course_tools.classroom.hub import main
+    from course_tools.grading._student_ids import ids_from_folders
+
+    hub_dir = _hub_dir(tmp_path, (("alice", "en"), ("bob", "zh-Hans"), ("chen", "zh-Hant")))
+    _submit(hub_dir, "alice", "20261205T013702-a1b2c3",
+            ("01_self_attention.ipynb", "02_multi_head_attention.ipynb"))
+    _submit(hub_dir, "alice", "20261206T090000-d4e5f6", ("02_multi_head_attention.ipynb",))
+    _submit(hub_dir, "bob", "20261206T120000-aaaaaa", ("01_self_attention.ipynb",))
+    out = tmp_path / "submitted"
+    assert main(["collect", str(hub_dir), str(out), "--assignment", "ps1", "--notebook",
+                 "01_self_attention", "--deadline", "2026-12-06T00:00"]) == 0
+    printed = capsys.readouterr().out
+    assert "chen: no submission" in printed
+    assert "2 of 3 collected; no submission: chen; late: bob" in printed
+    # alice: her latest submission that holds 01 (the later one has only 02); only 01 copied
+    assert sorted(p.name for p in (out / "alice" / "ps1").iterdir()) == [
+        "01_self_attention.ipynb", "timestamp.txt"]
+    stamp = (out / "alice" / "ps1" / "timestamp.txt").read_text()
+    local = datetime(2026, 12, 5, 1, 37, 2).astimezone()
+    assert datetime.fromisoformat(stamp) == local
+    assert parse_utc(stamp) == parse_utc(local.isoformat())  # nbgrader reads the same time
+    assert "LATE by 12:00:00" in printed.splitlines()[1], printed
+    assert not (out / "chen").exists()
+    notebooks = sorted(out.glob("*/ps1/*.ipynb"))
+    assert ids_from_folders(notebooks) == ["alice", "bob"]  # grade --student-ids-from-folders
+
+
+def test_collect_without_options_keeps_the_flat_layout_and_every_notebook(tmp_path, capsys):
+    from course_tools.classroom.hub import main
+
+    hub_dir = _hub_dir(tmp_path)
+    _submit(hub_dir, "alice", "20261205T013702-a1b2c3",
+            ("01_self_attention.ipynb", "02_multi_head_attention.ipynb"))
+    out = tmp_path / "out"
+    assert main(["collect", str(hub_dir), str(out)]) == 0
+    assert sorted(p.name for p in (out / "alice").iterdir()) == [
+        "01_self_attention.ipynb", "02_multi_head_attention.ipynb", "timestamp.txt"]
+    assert "1 of 2 collected; no submission: bob" in capsys.readouterr().out
+    for bad in (["--assignment", "../up"], ["--deadline", "tomorrow"]):
+        with pytest.raises(SystemExit):
+            main(["collect", str(hub_dir), str(out), *bad])
+    assert "--deadline must be an ISO time" in capsys.readouterr().err
