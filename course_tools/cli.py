@@ -42,7 +42,7 @@ _DELEGATED = {
     "lab": ("lab", "start JupyterLab (--help for its options)"),
     "copy": ("course", "write the course from the installed package into a folder (DIR "
              "[--student] [--lang en|zh-CN|zh-TW] [--force])"),
-    "hub": ("hub", "JupyterHub for a class (CLASS.csv --dir HUBDIR; `hub collect HUBDIR OUT`)"),
+    "hub": ("hub", "JupyterHub for a class (CLASS.csv --dir HUBDIR; `hub collect|status|remove-class HUBDIR`)"),
     "release": ("exercises", "write student versions: solutions replaced, hidden tests removed"),
     "source": ("exercises", "write the notebooks with solutions and nbgrader metadata"),
     "grade": ("grading", "grade submitted notebooks (--help for its options)"),
