@@ -368,3 +368,26 @@ def test_collect_without_options_keeps_the_flat_layout_and_every_notebook(tmp_pa
         with pytest.raises(SystemExit):
             main(["collect", str(hub_dir), str(out), *bad])
     assert "--deadline must be an ISO time" in capsys.readouterr().err
+
+
+def test_the_nbgrader_csv_carries_the_collected_submission_time(tmp_path):
+    import csv
+    import io
+    from datetime import datetime
+
+    from course_tools.classroom.operations import collect
+    from course_tools.grading._report import _failed_report, format_nbgrader_csv
+    from course_tools.grading._student_ids import ids_from_folders
+
+    hub_dir = _hub_dir(tmp_path)
+    _submit(hub_dir, "alice", "20261205T013702-a1b2c3")
+    _submit(hub_dir, "bob", "20261206T120000-aaaaaa")
+    collect(hub_dir, tmp_path / "submitted", assignment="ps1")
+    paths = sorted((tmp_path / "submitted").glob("*/ps1/*.ipynb"))
+    reports = [_failed_report(path, "not graded in this test") for path in paths]
+    (tmp_path / "submitted" / "bob" / "ps1" / "timestamp.txt").write_text("=HYPERLINK(1)")
+    rows = list(csv.DictReader(io.StringIO(format_nbgrader_csv(reports, ids_from_folders(paths)))))
+    assert [row["student_id"] for row in rows] == ["alice", "bob"]
+    assert datetime.fromisoformat(rows[0]["timestamp"]) == datetime(2026, 12, 5, 1, 37,
+                                                                     2).astimezone()
+    assert rows[1]["timestamp"] == ""  # not a time: left out, never a formula
