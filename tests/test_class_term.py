@@ -209,3 +209,39 @@ def test_system_deps_apt_get_waits_for_apts_lock():
     assert plain.returncode != 0 and "lock" in plain.stderr  # what failed at once before
     assert waited.returncode == 0, waited.stderr
     assert time.monotonic() - start >= 3.5  # it waited for the lock, then went on
+
+
+def test_a_plot_in_the_sandboxed_kernel_prints_no_fontconfig_error(tmp_path):
+    """The student's kernel (the sandbox kernel the hub installs), driven as JupyterLab does:
+    matplotlib's first font scan (which runs fc-list) and a drawn figure leave no fontconfig
+    error in the cell's output."""
+    require_system_package("bubblewrap")
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    from course_tools.grading.sandbox import kernel as sandbox_kernel
+
+    kernels = tmp_path / "kernels"
+    assert sandbox_kernel.main(["--install", "--prefix", str(kernels)]) == 0
+    specs = KernelSpecManager(kernel_dirs=[str(kernels / "share" / "jupyter" / "kernels")])
+    manager = KernelManager(kernel_name=sandbox_kernel.KERNEL_NAME, kernel_spec_manager=specs)
+    (tmp_path / "notebook").mkdir()
+    manager.start_kernel(cwd=str(tmp_path / "notebook"),
+                         env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"))
+    client = manager.client()
+    client.start_channels()
+    outputs = []
+    try:
+        client.wait_for_ready(timeout=180)
+        code = ("import matplotlib.font_manager as fm, matplotlib.pyplot as plt\n"
+                "fm._load_fontmanager(try_read_cache=False)\n"
+                "plt.plot([0, 1]); plt.title('注意力'); plt.gcf().canvas.draw()\n"
+                "print('fonts:', len(fm.findSystemFonts()))")
+        reply = client.execute_interactive(code, output_hook=outputs.append, timeout=240)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+    assert "fonts:" in text and "fonts: 0" not in text, text
+    assert "Fontconfig" not in text, text
