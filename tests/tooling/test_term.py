@@ -130,8 +130,8 @@ def test_the_hub_runs_the_idle_culler_as_a_service_and_culls_kernels(tmp_path):
     assert result.returncode == 0 and "--timeout" in result.stdout + result.stderr
     assert "--cull-every" in result.stdout + result.stderr
     # the course-submit service and the students' role are still there
-    assert [s["name"] for s in c.JupyterHub.services] == ["course-submit", CULLER]
-    assert c.JupyterHub.load_roles[0]["name"] == "user"
+    assert "course-submit" in [s["name"] for s in c.JupyterHub.services]
+    assert "user" in [r["name"] for r in c.JupyterHub.load_roles]
 
 
 def test_idle_timeout_zero_turns_culling_off_and_bad_values_are_refused(tmp_path):
