@@ -101,6 +101,15 @@ test-all: test test-system
 # font (Chinese in plots) and bubblewrap (the grading sandbox). .ci/run runs this, then make test;
 # without them the tests that need them skip, each naming its package (tests/conftest.py).
 SYSTEM_PACKAGES := chromium fonts-noto-cjk bubblewrap
+# apt's lock is often held (unattended upgrades, another install): wait for it up to
+# APT_LOCK_TIMEOUT seconds instead of failing at once. apt-get install waits by itself
+# (DPkg::Lock::Timeout); apt-get update does not for its lists' lock, so it is retried.
+APT_LOCK_TIMEOUT ?= 600
+APT_GET = apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)
+APT_UPDATE = waited=0; until $$SUDO $(APT_GET) update -q; do \
+	  [ $$waited -ge $(APT_LOCK_TIMEOUT) ] && exit 1; \
+	  echo "== apt-get update failed (apt's lock held?): again in 10 s"; sleep 10; \
+	  waited=$$((waited + 10)); done
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
@@ -108,12 +117,12 @@ system-deps:
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 	if [ -n "$$missing" ]; then echo "== installing Debian's$$missing"; \
-	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing \
+	  $(APT_UPDATE); DEBIAN_FRONTEND=noninteractive $$SUDO $(APT_GET) install -y -q $$missing \
 	  || exit 1; fi; \
 	if ! command -v configurable-http-proxy >/dev/null 2>&1; then \
 	  echo "== installing npm's configurable-http-proxy (JupyterHub's proxy, for make hub)"; \
-	  command -v npm >/dev/null 2>&1 || { $$SUDO apt-get update -q && \
-	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q npm; } || exit 1; \
+	  command -v npm >/dev/null 2>&1 || { $(APT_UPDATE); \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO $(APT_GET) install -y -q npm; } || exit 1; \
 	  $$SUDO npm install -g configurable-http-proxy || exit 1; fi; \
 	echo "== installed: $(SYSTEM_PACKAGES) configurable-http-proxy"
 

@@ -18,8 +18,9 @@ learner's library (the checkers through :mod:`lectures_lib.checks`, the course's
 :mod:`lectures_lib.course`), and nothing in ``lectures_lib`` imports it
 (``tests/test_architecture.py``). Imports inside go one way: ``grading`` uses
 ``publish.exercises``, never the reverse. Commands that work on the course's own files
-(``test``, ``notebooks``, ``student``, ``site``, ``lab``, and ``grade`` without ``--course``) need
-a clone of the repository; from an installed package they say so (:func:`clone_root`).
+(``test``, ``notebooks``, ``student``, ``site``, ``lab``) need a clone of the repository; from an
+installed package they say so (:func:`clone_root`). ``grade``, ``release``, ``source`` and ``copy``
+read the installed course (:func:`lectures_lib.course.course_files`).
 """
 
 from __future__ import annotations

@@ -18,8 +18,10 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m course_tools copy DIR [--student] [--lang zh-CN]   the course into any folder
     python -m course_tools hub CLASS.csv --dir HUBDIR   JupyterHub for a class (as root)
 
-`copy`, `hub`, `release`, `source` and `grade --course FOLDER` work from an installed package; the others work
-on a clone of the repository (the notebooks, tests and README) and say so when there is none.
+`copy`, `hub`, `release`, `source` and `grade` work from an installed package (its own course
+notebooks: `release course OUT`, `source 01_self_attention OUT`, `grade` without `--course`); the
+others work on a clone of the repository (the notebooks, tests and README) and say so when there
+is none.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ _DELEGATED = {
     "copy": ("course_tools.publish.copy", "write the course from the installed package into a "
              "folder (DIR [--student] [--lang en|zh-CN|zh-TW] [--force])"),
     "hub": ("course_tools.classroom.hub", "JupyterHub for a class (CLASS.csv --dir HUBDIR; "
-            "`hub collect HUBDIR OUT`)"),
+            "`hub collect|status|remove-class HUBDIR`)"),
     "release": ("course_tools.publish.exercises", "write student versions: solutions replaced, "
                 "hidden tests removed"),
     "source": ("course_tools.publish.exercises", "write the notebooks with solutions and "

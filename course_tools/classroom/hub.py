@@ -20,12 +20,15 @@ configures it for the course:
 * **submit and collect**: the hub service ``course-submit`` (``/services/course-submit/``,
   logged in through the hub) copies the student's notebooks, read by a process running *as the
   student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m course_tools hub
-  collect HUBDIR OUT`` writes each student's latest submission to ``OUT/<student>/``, the layout
-  ``python -m course_tools grade OUT`` reads.
+  collect HUBDIR OUT`` (:mod:`.operations`) writes each student's latest submission to
+  ``OUT/<student>/`` (``--assignment ps1``: nbgrader's ``OUT/<student>/ps1/``) with its time, the
+  layout ``python -m course_tools grade OUT`` reads, and names who did not submit or was late.
 
 The hub runs as root (it starts servers as other users) and binds 127.0.0.1 unless told
-otherwise; it needs ``jupyterhub`` (``pip install -e '.[class]'``) and ``configurable-http-proxy``
-(``npm install -g configurable-http-proxy``).
+otherwise; it needs the ``class`` extra (``pip install '<the course's wheel>[class]'``: JupyterHub,
+JupyterLab, the idle culler) and ``configurable-http-proxy`` (``npm install -g
+configurable-http-proxy``). The term's operations (the idle culler, an instructor's account,
+``hub status``, ``hub remove-class``) are :mod:`.operations`.
 """
 
 from __future__ import annotations
@@ -245,6 +248,9 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
     c.JupyterHub.load_roles = [
         {"name": "user", "scopes": ["self", f"access:services!service={SERVICE}"]},
     ]
+    from course_tools.classroom.operations import configure_operations
+
+    configure_operations(c, hub_dir, port=port)  # the culler, the admins, a quiet JupyterLab
 
 
 # Runs as the student (subprocess user=): their notebooks as JSON on stdout, nothing else.
@@ -295,20 +301,6 @@ def submit(hub_dir: Path, username: str) -> list[str]:
     return sorted(parsed)
 
 
-def collect(hub_dir: Path, out: Path) -> dict[str, Path]:
-    """Each student's latest submission into ``out/<student>/`` (what ``grade`` reads)."""
-    collected = {}
-    for student in sorted(_class(hub_dir)):
-        runs = sorted((Path(hub_dir) / "exchange" / student).glob("*T*"))
-        if runs:
-            target = Path(out) / student
-            target.mkdir(parents=True, exist_ok=True)
-            for path in runs[-1].glob("*.ipynb"):
-                shutil.copyfile(path, target / path.name)
-            collected[student] = target
-    return collected
-
-
 def serve_submit(hub_dir: Path) -> None:
     """The ``course-submit`` hub service: a page with the student's notebooks and a button."""
     from html import escape
@@ -356,7 +348,11 @@ def hub_problem(*, check_python: bool = True) -> str | None:
     try:
         import jupyterhub  # noqa: F401
     except ImportError:
-        return "jupyterhub is not installed: pip install -e '.[class]'"
+        return "jupyterhub is not installed: pip install '<the course's wheel>[class]'"
+    from course_tools.classroom.operations import servers_problem
+
+    if missing := servers_problem():  # a student's login would hang at "50 %"
+        return missing
     if not shutil.which("configurable-http-proxy"):
         return ("configurable-http-proxy is not installed (JupyterHub's proxy, from npm): "
                 "npm install -g configurable-http-proxy")
@@ -375,16 +371,12 @@ def hub_problem(*, check_python: bool = True) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from course_tools.classroom import operations
+
+    if argv[:1] and argv[0] in operations.COMMANDS:  # hub status / hub remove-class
+        return operations.main(argv)
     if argv[:1] == ["serve-submit"]:
         serve_submit(Path(argv[1]))
-        return 0
-    if argv[:1] == ["collect"]:
-        parser = argparse.ArgumentParser(prog="python -m course_tools hub collect")
-        parser.add_argument("hub_dir", type=Path)
-        parser.add_argument("out", type=Path, help="e.g. submitted/ (then: python -m course_tools grade)")
-        args = parser.parse_args(argv[1:])
-        for student, folder in collect(args.hub_dir, args.out).items():
-            print(f"{student}: {folder}")
         return 0
     parser = argparse.ArgumentParser(prog="python -m course_tools hub",
                                      description=__doc__.splitlines()[0])
@@ -398,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="useradd each student without a Unix account")
     parser.add_argument("--config-only", action="store_true",
                         help="write HUBDIR/jupyterhub_config.py and stop")
+    operations.add_options(parser)  # --idle-timeout, --admin
     args = parser.parse_args(argv)
+    absent = operations.accounts_absent(args.class_list) if args.create_users else []
     try:
         new = prepare(args.class_list, args.hub_dir, create_users=args.create_users)
     except (ValueError, FileNotFoundError) as error:
@@ -407,6 +401,14 @@ def main(argv: list[str] | None = None) -> int:
     if new:
         print(f"new passwords for {len(new)} student(s) in {args.hub_dir / 'passwords.csv'}")
     print(f"config: {config}")
+    operations.record_created_users(args.hub_dir, absent)
+    try:
+        admins = operations.set_up(args.hub_dir, idle_timeout=args.idle_timeout,
+                                   admins=args.admin)
+    except ValueError as error:
+        parser.error(str(error))
+    if admins:
+        print(f"new instructor password(s) in {args.hub_dir / operations.ADMIN_PASSWORDS}")
     if args.config_only:
         return 0
     problem = hub_problem()

@@ -216,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the assignment, e.g. 05_transformer_decoder (default: recognised "
                         "from each submission's exercise ids, else its file name)")
     parser.add_argument("--course", type=Path, default=COURSE_NOTEBOOKS,
-                        help="the folder of the course's notebooks (default: notebooks/ of the "
-                        "clone; needed when lectures_lib is installed without the repository)")
+                        help="the folder of the course's notebooks (default: the installed "
+                        "course's own, from the wheel or the clone)")
     parser.add_argument("--format", choices=["table", "json", "csv", "nbgrader-csv"],
                         default=None, help="output (default: table; csv for a folder)")
     parser.add_argument("--json", action="store_const", const="json", dest="format",

@@ -120,6 +120,26 @@ def _probes(fingerprint: str | None) -> str:
     return "the public probes" if fingerprint is None else f"the secret {fingerprint}"
 
 
+def _worker_course(where: str, folder: Path, fingerprint: str) -> Path:
+    """The worker's copy of the batch's course: the folder the client named when this machine has
+    one of that version, else the course installed with this worker's package. Only the version
+    (the fingerprint) must match, never the path: a worker on another machine grades from its own
+    installed course."""
+    candidates = [path for path in dict.fromkeys((Path(folder), COURSE_NOTEBOOKS))
+                  if path.is_dir()]
+    if not candidates:
+        raise WorkerRefused(f"{where} has no course notebooks (installed: {COURSE_NOTEBOOKS}): "
+                            "install the course's wheel on every worker")
+    found = {}
+    for path in candidates:
+        found[path] = course_fingerprint(path)
+        if found[path] == fingerprint:
+            return path
+    seen = ", ".join(f"{path}: {own}" for path, own in found.items())
+    raise WorkerRefused(f"{where} has another version of the course ({seen}; this batch "
+                        f"{fingerprint}): install the same course on every worker")
+
+
 def _check_worker(expected: dict, course: str, options: dict) -> Path:
     """The worker's course folder, once it is shown to grade as the client asked; else
     :class:`WorkerRefused`."""
@@ -127,13 +147,7 @@ def _check_worker(expected: dict, course: str, options: dict) -> Path:
 
     where = f"worker {socket.gethostname()} (pid {os.getpid()})"
     folder = Path(course) if Path(course).is_dir() else COURSE_NOTEBOOKS
-    if not folder.is_dir():
-        raise WorkerRefused(f"{where} has no course notebooks at {course} or {COURSE_NOTEBOOKS}")
-    own = course_fingerprint(folder)
-    if own != expected["course"]:
-        raise WorkerRefused(f"{where} has another version of the course (fingerprint {own}, "
-                            f"this batch {expected['course']}): install the same course on "
-                            "every worker")
+    folder = _worker_course(where, folder, expected["course"])
     try:
         secret = _worker_secret()
     except (OSError, ValueError) as error:

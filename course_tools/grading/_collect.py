@@ -13,10 +13,22 @@ from course_tools import ROOT
 from course_tools.publish.exercises import exercise_cells as _exercise_cells
 from course_tools.publish.exercises import find_exercises, strip_solutions
 from lectures_lib.checks.grader import SECRET_ENV
+from lectures_lib.course import course_files
 from lectures_lib.utils import check_path, check_positive_float
 
 DEFAULT_TIMEOUT = 300.0
-COURSE_NOTEBOOKS = ROOT / "notebooks"
+
+
+def _installed_course() -> Path:
+    """The course's notebooks wherever the course is installed: the wheel's own copy
+    (``lectures_lib/_course/notebooks``), or a clone's ``notebooks/``."""
+    try:
+        return course_files() / "notebooks"
+    except FileNotFoundError:  # a package built without its course files: said where it is used
+        return ROOT / "notebooks"
+
+
+COURSE_NOTEBOOKS = _installed_course()  # grade's --course default, and a worker's own course
 
 
 def _check_options(timeout: object, course: object) -> tuple[float, Path]:

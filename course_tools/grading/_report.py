@@ -122,6 +122,19 @@ def check_student_id(student_id: object, name: str = "student_id") -> str:
     return student_id
 
 
+def submission_timestamp(submission: object) -> str:
+    """The time ``hub collect`` (or nbgrader's collect) wrote in ``timestamp.txt`` beside a
+    submission, as an ISO time; "" when there is none or it is not a time."""
+    from datetime import datetime
+
+    try:
+        path = Path(str(submission)).parent / "timestamp.txt"
+        text = path.read_text(encoding="utf-8")[:100].strip() if path.is_file() else ""
+        return datetime.fromisoformat(text).isoformat(sep=" ") if text else ""
+    except (OSError, ValueError):
+        return ""
+
+
 def format_nbgrader_csv(reports: list[dict], student_ids: list[str],
                         assignment: str | None = None) -> str:
     """The grades in the shape of ``nbgrader export``'s CSV (one row per submission).
@@ -131,7 +144,8 @@ def format_nbgrader_csv(reports: list[dict], student_ids: list[str],
     ``reports[i]``, from a source the instructor holds (``grade --student-ids`` or nbgrader's
     ``submitted/<student>/`` folders: :mod:`._student_ids`), never from the file's name, which
     the student chose; each must be a plain identifier (:func:`check_student_id`), one row per
-    student and assignment. The assignment is the course notebook (or ``assignment``). Every
+    student and assignment. The assignment is the course notebook (or ``assignment``); the
+    timestamp is the submission's time from ``timestamp.txt`` beside it (``hub collect``). Every
     text cell is one line and never a formula. Automatic points only, as nbgrader's autograde
     before manual grading.
     """
@@ -157,7 +171,8 @@ def format_nbgrader_csv(reports: list[dict], student_ids: list[str],
                              f"({one_line(seen[student, course])} and "
                              f"{one_line(report['submission'])}): one row each, please")
         seen[student, course] = str(report["submission"])
-        writer.writerow([_cell(course), "", "", student, "", "", "", f"{report['score']:g}",
+        stamp = _cell(submission_timestamp(report["submission"]))
+        writer.writerow([_cell(course), "", stamp, student, "", "", "", f"{report['score']:g}",
                          "0.0", f"{report['score']:g}", f"{report['max_score']:g}"])
     return buffer.getvalue()
 

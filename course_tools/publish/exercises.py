@@ -439,6 +439,29 @@ def release(source: Path, out_dir: Path, *, keep_solutions: bool = False) -> lis
     return [target for target, _ in released]
 
 
+def course_source(source: Path) -> Path:
+    """``source`` as given when it exists; else the installed course's (the wheel's or the clone's
+    ``notebooks/``): ``course`` for all of them, or a notebook's name (``01_self_attention``,
+    ``zh-Hans/01_self_attention``, ``.ipynb`` optional). Anything else is returned unchanged, for
+    :func:`release` to refuse by name."""
+    from lectures_lib.course import course_files
+
+    source = Path(source)
+    if source.exists() or source.is_absolute():
+        return source
+    notebooks = course_files() / "notebooks"
+    if source == Path("course"):
+        return notebooks
+    for candidate in (notebooks / source, notebooks / source.with_name(source.name + ".ipynb")):
+        if candidate.is_file() and candidate.suffix == ".ipynb":
+            return candidate
+    return source
+
+
+SOURCE_HELP = ("a notebook or a folder of notebooks; or, from the installed course, 'course' "
+               "(its notebooks) or a notebook's name (01_self_attention, zh-Hans/01_self_attention)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course_tools",
@@ -456,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
             "nbgrader metadata."
         ),
     )
-    release_parser.add_argument("source", type=Path, help="a notebook, or a folder of notebooks")
+    release_parser.add_argument("source", type=Path, help=SOURCE_HELP)
     release_parser.add_argument("out_dir", type=Path, help="folder for the student versions")
     source_parser = commands.add_parser(
         "source",
@@ -464,11 +487,12 @@ def main(argv: list[str] | None = None) -> int:
         description="Write each notebook with its solutions and hidden tests, and nbgrader "
         "metadata on every exercise cell: the input of `nbgrader generate_assignment`.",
     )
-    source_parser.add_argument("source", type=Path, help="a notebook, or a folder of notebooks")
+    source_parser.add_argument("source", type=Path, help=SOURCE_HELP)
     source_parser.add_argument("out_dir", type=Path, help="e.g. course/source/ps1")
     args = parser.parse_args(argv)
     try:
-        written = release(args.source, args.out_dir, keep_solutions=args.command == "source")
+        written = release(course_source(args.source), args.out_dir,
+                          keep_solutions=args.command == "source")
     except (OSError, ValueError) as error:  # MarkerError is a ValueError
         print(f"error: {error}", file=sys.stderr)
         return 1

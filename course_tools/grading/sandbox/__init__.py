@@ -165,6 +165,10 @@ def _base_command(limits: Limits) -> list[str]:
         "/lib64", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
         "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
         "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
+        # fontconfig's configuration and cache: without them every plot's first font lookup
+        # prints "Fontconfig error: Cannot load default config file" in the student's notebook
+        "--ro-bind-try", "/etc/fonts", "/etc/fonts",
+        "--ro-bind-try", "/var/cache/fontconfig", "/var/cache/fontconfig",
         "--proc", "/proc", "--dev", "/dev",
         "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
         "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
