@@ -17,6 +17,11 @@ configures it for the course:
 * **kernels in the course's sandbox**: the only kernel, ``python3``, is the bubblewrap kernel of
   :mod:`course_tools.grading.sandbox.kernel` (no network, read-only notebook folder, limits);
   terminals are off and the file browser is rooted at ``~/course``;
+* **the student's server runs student code**: everything its process loads is the student's to
+  choose, outside the sandbox, so it reads no configuration file (``JUPYTER_NO_CONFIG``, nothing
+  from ``~/.jupyter``; e.g. nbgrader's server extensions would execute the student's
+  ``~/course/nbgrader_config.py``), loads exactly the server extensions of
+  :data:`SERVER_EXTENSIONS`, lists only the sandboxed kernel and runs Python with ``-I``;
 * **submit and collect**: the hub service ``course-submit`` (``/services/course-submit/``,
   logged in through the hub) copies the student's notebooks, read by a process running *as the
   student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m lectures_lib hub
@@ -196,6 +201,25 @@ def _authenticator_class():
     return ClassListAuthenticator
 
 
+# Everything a student's Jupyter server loads is the student's code, run outside the sandbox, so
+# it loads no configuration file at all (JUPYTER_NO_CONFIG: none of the environment's, e.g.
+# nbgrader's server extensions, which execute ~/course/nbgrader_config.py; none of the student's)
+# and exactly these server extensions (jupyterhub.singleuser adds its own).
+SERVER_EXTENSIONS = ("jupyterlab",)
+SERVER_ENVIRONMENT = {"JUPYTER_NO_CONFIG": "1", "PYTHONNOUSERSITE": "1"}
+
+
+def server_args() -> list[str]:
+    """The students' servers' command-line options: the allowlist of server extensions, the one
+    kernel, no terminal, no extension manager."""
+    return ["--ServerApp.jpserver_extensions",
+            *[f"{name}=True" for name in SERVER_EXTENSIONS],
+            "--ServerApp.terminals_enabled=False",
+            "--KernelSpecManager.ensure_native_kernel=False",
+            "--KernelSpecManager.allowed_kernelspecs", "python3",
+            "--LabApp.extension_manager=readonly"]
+
+
 def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> None:
     """Fill JupyterHub's config object ``c`` for the class in ``hub_dir`` (see the module doc)."""
     hub_dir = Path(hub_dir)
@@ -212,11 +236,12 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
     c.ClassListAuthenticator.password_file = str(hub_dir / "passwords.json")
     c.Authenticator.allowed_users = set(languages)
     c.JupyterHub.spawner_class = "localprocess"  # each server as the student's Unix user
-    c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+    # -I: no PYTHON* variable, no user site-packages, no working folder on sys.path
+    c.Spawner.cmd = [sys.executable, "-I", "-m", "jupyterhub.singleuser"]
     c.Spawner.notebook_dir = "~/course"
     c.Spawner.start_timeout = c.Spawner.http_timeout = 180
-    c.Spawner.args = ["--ServerApp.terminals_enabled=False",
-                      "--KernelSpecManager.ensure_native_kernel=False"]
+    c.Spawner.disable_user_config = True  # nothing from ~/.jupyter
+    c.Spawner.args = server_args()
 
     def release(spawner):
         """The student's copies, written as the student, and their server's language."""
@@ -233,6 +258,7 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
         spawner.environment.update({
             "LECTURES_LANG": language,  # the checkers' messages in the student's language
             "JUPYTER_PATH": str(hub_dir / "jupyter"),  # the sandboxed kernel is `python3`
+            **SERVER_ENVIRONMENT,
             "PATH": f"{bin_dir}:/usr/bin:/bin",
         })
 
