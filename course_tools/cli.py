@@ -15,6 +15,7 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m lectures_lib source SRC OUT    nbgrader's source notebooks (solutions + metadata)
     python -m lectures_lib grade SUB ...     grade submissions (--help: sandbox, --notebook, ...)
     python -m lectures_lib sandbox-kernelspec --install   nbgrader's kernels in the sandbox
+    python -m lectures_lib grading-tls DIR   certificates of a grading cluster (mutual TLS)
     python -m lectures_lib copy DIR [--student] [--lang zh-CN]   the course into any folder
     python -m lectures_lib hub CLASS.csv --dir HUBDIR   JupyterHub for a class (as root)
 
@@ -44,6 +45,8 @@ _DELEGATED = {
     "release": ("exercises", "write student versions: solutions replaced, hidden tests removed"),
     "source": ("exercises", "write the notebooks with solutions and nbgrader metadata"),
     "grade": ("grading", "grade submitted notebooks (--help for its options)"),
+    "grading-tls": ("grading_tls", "the certificates of a grading cluster (mutual TLS: "
+                    "DIR gets scheduler/, worker/, client/)"),
     "sandbox-kernelspec": ("sandbox_kernel", "a Jupyter kernel in the sandbox, for nbgrader "
                            "(--install [--user | --prefix P])"),
 }
@@ -106,6 +109,8 @@ def _delegate(command: str, rest: list[str]) -> int:
         from course_tools.publish.copy import main as run
     elif module == "sandbox_kernel":
         from course_tools.grading.sandbox.kernel import main as run
+    elif module == "grading_tls":
+        from course_tools.grading._tls import main as run
     else:
         from course_tools.grading import main as run
     return run(rest)

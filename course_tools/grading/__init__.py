@@ -38,9 +38,11 @@ formula. ``--format nbgrader-csv`` takes student ids from a source the instructo
 from file names (:mod:`._student_ids`). ``--output FILE``
 writes them whole or not at all (a temporary file, then a replace).
 
-Past one machine, ``--scheduler tcp://HOST:PORT`` sends each submission to the workers of a Dask
-distributed cluster, which grade it as above (:mod:`._cluster`: what crosses the network, where
-the grading secret lives, what a worker's death costs). Without it nothing runs on Dask.
+Past one machine, ``--scheduler tls://HOST:PORT --tls DIR/client`` sends each submission to the
+workers of a Dask distributed cluster over mutual TLS, which grade it as above (:mod:`._cluster`:
+what crosses the network, where the grading secret lives, what a worker's death costs;
+:mod:`._tls`: the certificates; ``tcp://`` only with ``--insecure-plain-tcp-anyone-can-run-code``).
+Without it nothing runs on Dask.
 
 What it cannot see: a student who copies the public reference solution (the notebooks are in a
 public repository) writes correct code; exercises for credit need private variants. Where no
@@ -128,7 +130,8 @@ def _grade_main(args) -> int:
                 reports, any_folder = grade_on_cluster(
                     args.submissions, args.scheduler, timeout=args.timeout, course=args.course,
                     notebook=args.notebook, sandbox=not args.no_sandbox,
-                    progress=not args.quiet, allow_root_without_cgroup=args.root_without_cgroup)
+                    progress=not args.quiet, allow_root_without_cgroup=args.root_without_cgroup,
+                    tls=args.tls, insecure_plain_tcp=args.insecure_plain_tcp)
             except (WorkerRefused, ImportError, OSError) as error:  # OSError: no scheduler
                 print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
                 return 2
@@ -253,12 +256,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the table, JSON lines or gradebook to this file (written "
                         "whole or not at all: a temporary file beside it, then a replace) "
                         "instead of standard output")
-    parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
-                        help="grade on a Dask cluster: each submission is a task for the "
-                        "scheduler's workers (`dask worker tcp://HOST:PORT` where the course is "
-                        "installed; each grades in its own sandboxes; a worker that dies loses "
-                        "nothing). The workers read the grading secret from their own "
-                        "$LECTURES_GRADING_SECRET_FILE; only its fingerprint is sent. "
-                        "Needs `pip install 'lectures-lib[cluster]'`")
+    parser.add_argument("--scheduler", default=None, metavar="tls://HOST:PORT",
+                        help="grade on a Dask cluster over mutual TLS (with --tls): each "
+                        "submission is a task for the scheduler's workers (`dask worker "
+                        "tls://HOST:PORT --tls-...` where the course is installed; each grades in "
+                        "its own sandboxes; a worker that dies loses nothing). The workers read "
+                        "the grading secret from their own $LECTURES_GRADING_SECRET_FILE; only "
+                        "its fingerprint is sent. Needs `pip install 'lectures-lib[cluster]'`")
+    parser.add_argument("--tls", type=Path, default=None, metavar="DIR/client",
+                        help="the client's certificate folder (ca.pem, cert.pem, key.pem) that "
+                        "`python -m lectures_lib grading-tls DIR` writes")
+    parser.add_argument("--insecure-plain-tcp-anyone-can-run-code", action="store_true",
+                        dest="insecure_plain_tcp",
+                        help="allow a tcp:// scheduler (UNSAFE: it authenticates no one; anyone "
+                        "who reaches its port runs code on the workers, reads the grading "
+                        "secret and changes grades; only on a network no one else reaches)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return _grade_main(parser.parse_args(argv))
