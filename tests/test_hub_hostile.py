@@ -27,6 +27,8 @@ pytestmark = [pytest.mark.system, pytest.mark.slow]  # tests/conftest.py: the sy
 
 STUDENTS = {f"hubx{os.getpid() % 10000}a": "en", f"hubx{os.getpid() % 10000}b": "zh-CN"}
 SERVER_TIMEOUT_MS = 240_000
+# each student's bounds in this hub (small, so that the tests reach them quickly)
+MEMORY_GIB, PROCESSES, CPUS, KERNELS = 2, 256, 1.0, 2
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,9 @@ def hub():
     log = (folder / "hub.log").open("w")
     server = subprocess.Popen(
         [str(python), "-m", "lectures_lib", "hub", str(class_list), "--dir",
-         str(folder / "hub"), "--port", str(port), "--create-users"],
+         str(folder / "hub"), "--port", str(port), "--create-users",
+         "--memory-per-student", str(MEMORY_GIB), "--processes-per-student", str(PROCESSES),
+         "--cpus-per-student", str(CPUS), "--kernels-per-student", str(KERNELS)],
         cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -136,3 +140,129 @@ def test_a_students_server_runs_no_grading_extension_and_none_of_their_config(br
         marker.unlink(missing_ok=True)
         context.close()
 
+
+
+def _processes_of(user: str) -> dict[int, str]:
+    """{pid: command line} of every process of ``user``."""
+    import pwd
+
+    uid, found = pwd.getpwnam(user).pw_uid, {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(
+                    b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+    return found
+
+
+def _groups_of(pid: int) -> dict[str, str]:
+    groups = {}
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            groups[controller] = path
+    return groups
+
+
+def _kernels(user: str) -> list[int]:
+    """The student's running kernels: the IPython processes inside their sandboxes (a refused
+    launcher never starts one)."""
+    return [pid for pid, command in _processes_of(user).items()
+            if "bwrap" not in command.split(" ", 1)[0] and (
+                "sandbox_kernel inner" in command  # which then becomes IPython's kernel
+                or "ipykernel_launcher -f /kernel/kernel.json" in command)]
+
+
+def _memory(user: str) -> dict:
+    """The student's memory group's peak use and failures (cgroup v1), for messages."""
+    folders = list(Path("/sys/fs/cgroup/memory").rglob(f"lectures-student-{user}"))
+    return {f.name: (f / "memory.max_usage_in_bytes").read_text().strip() + " peak, "
+            + (f / "memory.failcnt").read_text().strip() + " failures" for f in folders
+            if (f / "memory.failcnt").exists()}
+
+
+def _run_in_kernel(user: str, kernel_id: str, code: str, timeout: float = 120) -> str:
+    """Execute ``code`` in the student's kernel (as root, with its connection file); stdout."""
+    import pwd
+
+    from jupyter_client import BlockingKernelClient
+
+    runtime = Path(pwd.getpwnam(user).pw_dir) / ".local/share/jupyter/runtime"
+    client = BlockingKernelClient()
+    client.load_connection_file(str(runtime / f"kernel-{kernel_id}.json"))
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=timeout)
+        out = []
+        reply = client.execute_interactive(code, timeout=timeout, output_hook=lambda m: out.append(
+            m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        return "".join(out)
+    finally:
+        client.stop_channels()
+
+
+FORKED_MEMORY = """
+import os, time
+children = []
+for _ in range(2):
+    pid = os.fork()
+    if pid == 0:
+        block = b"\\x01" * ({mib} * 2**20)  # every page written
+        time.sleep(3)
+        os._exit(0)
+    children.append(pid)
+print([os.waitpid(pid, 0)[1] & 0x7F for pid in children])
+"""
+
+
+def test_a_students_server_and_kernels_are_bounded_together_by_a_group_root_made(browser, hub):
+    """Cause 3: one student's server and every kernel it starts share one cgroup that root
+    made (memory, processes, CPU): a cell that forks holds at most the student's memory (it
+    held 7.2 GiB against a 6 GiB per-process limit), and at most KERNELS kernels run at once."""
+    url, _, passwords = hub
+    name = list(STUDENTS)[1]
+    context, page = _log_in(browser, url, name, passwords[name])
+    try:
+        headers = _xsrf(context, url, name)
+        kernels = []
+        for _ in range(KERNELS + 2):
+            started = page.request.post(f"{url}/user/{name}/api/kernels", headers=headers,
+                                        data=json.dumps({"name": "python3"}))
+            assert started.status == 201, (started.status, started.text()[:300])
+            kernels.append(started.json()["id"])
+        most, end = 0, time.monotonic() + 90
+        while time.monotonic() < end:  # the refused ones are restarted, and refused, a while
+            most = max(most, len(_kernels(name)))
+            time.sleep(0.5)
+        assert most == KERNELS == len(_kernels(name)), (most, _kernels(name), _memory(name))
+
+        # every process of the student: in the student's group, with the hub's bounds
+        processes = _processes_of(name)
+        assert any("jupyterhub.singleuser" in c for c in processes.values()), processes
+        for pid in processes:
+            groups = _groups_of(pid)
+            for controller in ("pids", "memory", "cpu"):
+                assert groups[controller].endswith(f"/lectures-student-{name}"), (pid, groups)
+        pid = next(iter(processes))
+        pids_dir = Path("/sys/fs/cgroup/pids") / _groups_of(pid)["pids"].lstrip("/")
+        memory_dir = Path("/sys/fs/cgroup/memory") / _groups_of(pid)["memory"].lstrip("/")
+        if pids_dir.is_dir():  # cgroup v1 (v2: one folder, memory.max)
+            assert int((pids_dir / "pids.max").read_text()) == PROCESSES
+            assert int((memory_dir / "memory.limit_in_bytes").read_text()) == MEMORY_GIB * 2**30
+
+        # a cell that forks: the children's memory counts against the student's bound
+        out = None
+        for kernel in kernels:  # one of those that got a slot
+            try:
+                out = _run_in_kernel(name, kernel, FORKED_MEMORY.format(mib=1200), timeout=60)
+                break
+            except (RuntimeError, OSError, TimeoutError):
+                continue
+        assert out is not None, "no kernel of the student's answered"
+        killed = json.loads(out.strip().splitlines()[-1])
+        assert 9 in killed, f"two children held 2 x 1200 MiB in a {MEMORY_GIB} GiB bound: {out}"
+    finally:
+        context.close()

@@ -61,7 +61,7 @@ CONFIG = '''\
 # Run: jupyterhub -f {config}   (as root; the same as `python -m lectures_lib hub`)
 from course_tools.classroom.hub import configure
 
-configure(c, {hub_dir!r}, ip={ip!r}, port={port})
+configure(c, {hub_dir!r}, ip={ip!r}, port={port}, limits={limits!r})
 
 # A real class's login, instead of the per-student passwords (the rest stays as it is):
 #   GitHub / Google / any OpenID provider (pip install oauthenticator):
@@ -168,11 +168,89 @@ def prepare(class_list: Path, hub_dir: Path, *, create_users: bool = False) -> d
     return new
 
 
-def write_config(hub_dir: Path, *, ip: str = "127.0.0.1", port: int = 8000) -> Path:
+def write_config(hub_dir: Path, *, ip: str = "127.0.0.1", port: int = 8000,
+                 limits: StudentLimits | None = None) -> Path:
     hub_dir = Path(hub_dir).resolve()
     config = hub_dir / "jupyterhub_config.py"
-    config.write_text(CONFIG.format(config=config, hub_dir=str(hub_dir), ip=ip, port=port))
+    limits = (limits or StudentLimits()).as_dict()
+    config.write_text(CONFIG.format(config=config, hub_dir=str(hub_dir), ip=ip, port=port,
+                                    limits=limits))
     return config
+
+
+@dataclass(frozen=True)
+class StudentLimits:
+    """What one student's server and everything it starts (kernels, their sandboxes) may take
+    together: a cgroup that root makes per student (memory, processes, CPU), and a cap on the
+    student's running kernels."""
+
+    memory_bytes: int = 4 * 2**30
+    processes: int = 512
+    cpus: float = 1.0
+    kernels: int = 3
+
+    def __post_init__(self):
+        for name, low in (("memory_bytes", 2**28), ("processes", 32), ("kernels", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        if isinstance(self.cpus, bool) or not isinstance(self.cpus, (int, float)) or not (
+                0.01 <= self.cpus <= 1024):
+            raise ValueError(f"cpus must be a number of cores in [0.01, 1024], got {self.cpus!r}")
+
+    def as_dict(self) -> dict:
+        return {"memory_bytes": self.memory_bytes, "processes": self.processes,
+                "cpus": float(self.cpus), "kernels": self.kernels}
+
+
+def student_group(username: str, limits: StudentLimits):
+    """The student's cgroup (made, or its limits set again, by root in the hub)."""
+    from ._cgroups import Group
+
+    return Group.for_student(username, processes=limits.processes,
+                             memory_bytes=limits.memory_bytes, cpus=limits.cpus)
+
+
+def kernel_slots(hub_dir: Path, username: str, kernels: int) -> Path:
+    """The student's ``kernels`` slot files (the student's, 0600, in a folder of root's that
+    they cannot add to): each running kernel's launcher holds one locked
+    (:func:`~lectures_lib.tooling.sandbox_kernel.take_slot`), so no more run at once."""
+    import pwd
+
+    record = pwd.getpwnam(username)
+    base = Path(hub_dir) / "kernel-slots"
+    base.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(base, 0o711)
+    folder = base / username
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    for number in range(kernels):
+        slot = folder / f"slot-{number}"
+        slot.touch(mode=0o600)
+        os.chown(slot, record.pw_uid, record.pw_gid)
+    return folder
+
+
+def _spawner_class(limits: StudentLimits):
+    from jupyterhub.spawner import LocalProcessSpawner
+
+    class CourseSpawner(LocalProcessSpawner):
+        """LocalProcessSpawner whose server starts in the student's cgroup (joined as root,
+        before the switch to the student's user): it and every process it starts."""
+
+        def make_preexec_fn(self, name):
+            become_student = super().make_preexec_fn(name)
+            group = student_group(name, limits)
+
+            def preexec():
+                group.join()
+                become_student()
+
+            return preexec
+
+    return CourseSpawner
 
 
 def _class(hub_dir: Path) -> dict[str, str]:
@@ -220,9 +298,12 @@ def server_args() -> list[str]:
             "--LabApp.extension_manager=readonly"]
 
 
-def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> None:
-    """Fill JupyterHub's config object ``c`` for the class in ``hub_dir`` (see the module doc)."""
+def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
+              limits: dict | None = None) -> None:
+    """Fill JupyterHub's config object ``c`` for the class in ``hub_dir`` (see the module doc);
+    ``limits``: :class:`StudentLimits`'s fields."""
     hub_dir = Path(hub_dir)
+    limits = StudentLimits(**(limits or {}))
     languages = _class(hub_dir)
     bin_dir = Path(sys.executable).parent
     c.JupyterHub.ip, c.JupyterHub.port, c.JupyterHub.hub_ip = ip, port, "127.0.0.1"
@@ -235,7 +316,8 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
     c.JupyterHub.authenticator_class = _authenticator_class()
     c.ClassListAuthenticator.password_file = str(hub_dir / "passwords.json")
     c.Authenticator.allowed_users = set(languages)
-    c.JupyterHub.spawner_class = "localprocess"  # each server as the student's Unix user
+    # each server as the student's Unix user, in the student's cgroup
+    c.JupyterHub.spawner_class = _spawner_class(limits)
     # -I: no PYTHON* variable, no user site-packages, no working folder on sys.path
     c.Spawner.cmd = [sys.executable, "-I", "-m", "jupyterhub.singleuser"]
     c.Spawner.notebook_dir = "~/course"
@@ -259,6 +341,7 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
             "LECTURES_LANG": language,  # the checkers' messages in the student's language
             "JUPYTER_PATH": str(hub_dir / "jupyter"),  # the sandboxed kernel is `python3`
             **SERVER_ENVIRONMENT,
+            "LECTURES_KERNEL_SLOTS": str(kernel_slots(hub_dir, name, limits.kernels)),
             "PATH": f"{bin_dir}:/usr/bin:/bin",
         })
 
@@ -388,6 +471,13 @@ def hub_problem(*, check_python: bool = True) -> str | None:
                 "npm install -g configurable-http-proxy")
     if os.geteuid() != 0:
         return "the hub starts each student's server as that student: run it as root"
+    from ._cgroups import group_problem
+
+    problem = group_problem(cpus=1.0)
+    if problem:
+        return ("the hub bounds each student's memory, processes and CPU with a cgroup that "
+                f"root makes, and none can be made here ({problem}): give the hub cgroup v1 "
+                "(pids, memory, cpu) or a cgroup v2 that delegates them (systemd: Delegate=yes)")
     python = Path(sys.executable).resolve()
     if not check_python:
         return None
@@ -422,14 +512,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="the hub's port (it also uses the next three)")
     parser.add_argument("--create-users", action="store_true",
                         help="useradd each student without a Unix account")
+    parser.add_argument("--memory-per-student", type=float, default=4.0, metavar="GIB",
+                        help="memory of one student's server and kernels together (GiB; 4)")
+    parser.add_argument("--processes-per-student", type=int, default=512,
+                        help="processes of one student's server and kernels together (512)")
+    parser.add_argument("--cpus-per-student", type=float, default=1.0,
+                        help="CPU cores one student may use at once (1)")
+    parser.add_argument("--kernels-per-student", type=int, default=3,
+                        help="kernels one student may run at once (3)")
     parser.add_argument("--config-only", action="store_true",
                         help="write HUBDIR/jupyterhub_config.py and stop")
     args = parser.parse_args(argv)
     try:
+        limits = StudentLimits(memory_bytes=int(args.memory_per_student * 2**30),
+                               processes=args.processes_per_student,
+                               cpus=args.cpus_per_student, kernels=args.kernels_per_student)
         new = prepare(args.class_list, args.hub_dir, create_users=args.create_users)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    config = write_config(args.hub_dir, ip=args.ip, port=args.port)
+    config = write_config(args.hub_dir, ip=args.ip, port=args.port, limits=limits)
     if new:
         print(f"new passwords for {len(new)} student(s) in {args.hub_dir / 'passwords.csv'}")
     print(f"config: {config}")

@@ -48,9 +48,10 @@ What it cannot see: a student who copies the public reference solution (the note
 public repository) writes correct code; exercises for credit need private variants. Where no
 sandbox can be made (no bubblewrap, user namespaces disabled) the command refuses to grade
 unless ``--no-sandbox`` is given: the verdict stays outside the submission's process, but its
-code then runs with the grader's rights (do that only in a throwaway container or VM). Run as
-root where no cgroup can be made, it refuses too (the kernel does not apply ``RLIMIT_NPROC`` to
-root, so nothing would limit a submission's processes) unless ``--root-without-cgroup``.
+code then runs with the grader's rights (do that only in a throwaway container or VM). Where no
+cgroup of its own can be made for each sandbox, it refuses too, whoever runs it (only a cgroup
+bounds a submission's processes and total memory: ``RLIMIT_NPROC`` does not hold for root,
+``RLIMIT_AS`` is per process) unless ``--unbounded-without-cgroup``.
 
 The package's parts, by responsibility (each imports only those before it, no circle):
 ``_report`` (tables, CSV, JSON, control characters removed), ``_student_ids`` (whose
@@ -243,10 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="grade even where no sandbox can be made (UNSAFE: the students' "
                         "code runs with your rights; only in a throwaway container or VM)")
-    parser.add_argument("--root-without-cgroup", action="store_true",
-                        help="grade as root even where no cgroup can limit a submission's "
-                        "processes (the kernel does not apply RLIMIT_NPROC to root: a fork bomb "
-                        "then meets no limit; only in a throwaway container or VM)")
+    parser.add_argument("--unbounded-without-cgroup", "--root-without-cgroup",
+                        action="store_true", dest="root_without_cgroup",
+                        help="grade even where no cgroup can be made for each sandbox (UNSAFE: "
+                        "nothing then bounds a submission's processes or its total memory: a "
+                        "fork bomb or a cell that forks meets no limit; only in a throwaway "
+                        "container or VM)")
     parser.add_argument("--secret-file", type=Path, default=None,
                         help="a file only you hold (e.g. 32 random bytes: `head -c 32 "
                         "/dev/urandom > secret`): every checker's probes and held-out data are "
