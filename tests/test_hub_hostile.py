@@ -45,7 +45,7 @@ def hub():
         writer.writerow(["username", "language"])
         writer.writerows(STUDENTS.items())
     python = _class_python(folder)
-    problem = subprocess.run([str(python), "-c", "from lectures_lib.tooling.hub import "
+    problem = subprocess.run([str(python), "-c", "from course_tools.classroom.hub import "
                               "hub_problem; print(hub_problem() or '')"], capture_output=True,
                              text=True, check=True).stdout.strip()
     if problem:
@@ -171,7 +171,7 @@ def _kernels(user: str) -> list[int]:
     launcher never starts one)."""
     return [pid for pid, command in _processes_of(user).items()
             if "bwrap" not in command.split(" ", 1)[0] and (
-                "sandbox_kernel inner" in command  # which then becomes IPython's kernel
+                "kernel inner" in command  # which then becomes IPython's kernel
                 or "ipykernel_launcher -f /kernel/kernel.json" in command)]
 
 

@@ -205,7 +205,7 @@ class StudentLimits:
 
 def student_group(username: str, limits: StudentLimits):
     """The student's cgroup (made, or its limits set again, by root in the hub)."""
-    from ._cgroups import Group
+    from course_tools.grading.sandbox._cgroups import Group
 
     return Group.for_student(username, processes=limits.processes,
                              memory_bytes=limits.memory_bytes, cpus=limits.cpus)
@@ -471,7 +471,7 @@ def hub_problem(*, check_python: bool = True) -> str | None:
                 "npm install -g configurable-http-proxy")
     if os.geteuid() != 0:
         return "the hub starts each student's server as that student: run it as root"
-    from ._cgroups import group_problem
+    from course_tools.grading.sandbox._cgroups import group_problem
 
     problem = group_problem(cpus=1.0)
     if problem:
