@@ -29,6 +29,7 @@ STUDENTS = {f"hubx{os.getpid() % 10000}a": "en", f"hubx{os.getpid() % 10000}b": 
 SERVER_TIMEOUT_MS = 240_000
 # each student's bounds in this hub (small, so that the tests reach them quickly)
 MEMORY_GIB, PROCESSES, CPUS, KERNELS = 2, 256, 1.0, 2
+SUBMISSIONS = 3  # the submit service's quota per student here
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,8 @@ def hub():
         [str(python), "-m", "lectures_lib", "hub", str(class_list), "--dir",
          str(folder / "hub"), "--port", str(port), "--create-users",
          "--memory-per-student", str(MEMORY_GIB), "--processes-per-student", str(PROCESSES),
-         "--cpus-per-student", str(CPUS), "--kernels-per-student", str(KERNELS)],
+         "--cpus-per-student", str(CPUS), "--kernels-per-student", str(KERNELS),
+         "--submissions-per-student", str(SUBMISSIONS)],
         cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -264,5 +266,83 @@ def test_a_students_server_and_kernels_are_bounded_together_by_a_group_root_made
         assert out is not None, "no kernel of the student's answered"
         killed = json.loads(out.strip().splitlines()[-1])
         assert 9 in killed, f"two children held 2 x 1200 MiB in a {MEMORY_GIB} GiB bound: {out}"
+    finally:
+        context.close()
+
+
+def _service_peak_kib() -> int:
+    """The submit service's peak resident memory (VmHWM, KiB)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"serve-submit" in (entry / "cmdline").read_bytes():
+                status = (entry / "status").read_text()
+                return int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1))
+        except (OSError, AttributeError):
+            continue
+    raise AssertionError("the submit service is not running")
+
+
+def _crafted_notebook(mib: float) -> str:
+    """A valid notebook of ``mib`` MiB made of empty cells: tens of times its size to parse."""
+    cell = {"cell_type": "raw", "metadata": {}, "source": ""}
+    count = int(mib * 2**20 / len(json.dumps(cell, separators=(",", ":"))))
+    return json.dumps({"cells": [cell] * count, "metadata": {}, "nbformat": 4,
+                       "nbformat_minor": 4}, separators=(",", ":"))
+
+
+def _submit(page, url: str) -> str:
+    page.goto(f"{url}/services/course-submit/")
+    page.click("#submit")
+    page.locator("#message").wait_for(timeout=180_000)
+    return page.locator("#message").inner_text()
+
+
+def test_the_submit_service_parses_a_crafted_notebook_apart_and_keeps_a_quota(browser, hub):
+    """Cause 4: a crafted notebook (many empty cells) takes tens of times its size and many
+    seconds of CPU to parse; the root service parses it in a process of its own, under a memory
+    and a time limit, off its event loop: the service's own memory does not grow with it and
+    another page answers meanwhile. A notebook over the grader's size is refused by name, and
+    a student's submissions stop at the class's quota."""
+    url, _, passwords = hub
+    name = next(iter(STUDENTS))
+    context, page = _log_in(browser, url, name, passwords[name])
+    headers = _xsrf(context, url, name)
+    crafted = f"{url}/user/{name}/api/contents/student/zz_crafted.ipynb"
+
+    def save(text: str) -> None:
+        saved = page.request.put(crafted, headers=headers, data=json.dumps(
+            {"type": "file", "format": "text", "content": text}))
+        assert saved.status in (200, 201), (saved.status, saved.text()[:300])
+
+    try:
+        save(_crafted_notebook(10))
+        submitter = context.new_page()
+        submitter.goto(f"{url}/services/course-submit/")
+        before = _service_peak_kib()
+        submitter.click("#submit", no_wait_after=True)
+        time.sleep(3)  # the service is reading and parsing now
+        started = time.monotonic()
+        other = page.request.get(f"{url}/services/course-submit/")
+        waited = time.monotonic() - started
+        assert other.status == 200 and waited < 5, f"another page waited {waited:.1f} s"
+        submitter.locator("#message").wait_for(timeout=180_000)
+        message = submitter.locator("#message").inner_text()
+        # parsed within the limits and kept, or refused naming the limit it ran into
+        assert message.startswith("submitted") or "needs more than" in message \
+            or "took longer than" in message, message
+        accepted, first = int(message.startswith("submitted")), message
+        grown = (_service_peak_kib() - before) / 1024
+        assert grown < 100, f"the service grew by {grown:.0f} MiB parsing a 10 MiB notebook"
+
+        save(_crafted_notebook(17))  # over the grader's 16 MiB
+        message = _submit(submitter, url)
+        assert message.startswith("not submitted") and "larger than" in message, message
+
+        page.request.delete(crafted, headers=headers)
+        messages = [_submit(submitter, url) for _ in range(SUBMISSIONS + 1 - accepted)]
+        assert all(m.startswith("submitted") for m in messages[:-1]), (accepted, messages)
+        assert messages[-1].startswith("not submitted") and "the most this class allows" in \
+            messages[-1], (accepted, messages)
+        print(f"the crafted notebook: {first}")
     finally:
         context.close()

@@ -188,9 +188,12 @@ class StudentLimits:
     processes: int = 512
     cpus: float = 1.0
     kernels: int = 3
+    submissions: int = 100  # kept in the exchange per student (the submit service's quota)
+    submitted_bytes: int = 256 * 2**20
 
     def __post_init__(self):
-        for name, low in (("memory_bytes", 2**28), ("processes", 32), ("kernels", 1)):
+        for name, low in (("memory_bytes", 2**28), ("processes", 32), ("kernels", 1),
+                          ("submissions", 1), ("submitted_bytes", 2**20)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
@@ -200,7 +203,8 @@ class StudentLimits:
 
     def as_dict(self) -> dict:
         return {"memory_bytes": self.memory_bytes, "processes": self.processes,
-                "cpus": float(self.cpus), "kernels": self.kernels}
+                "cpus": float(self.cpus), "kernels": self.kernels,
+                "submissions": self.submissions, "submitted_bytes": self.submitted_bytes}
 
 
 def student_group(username: str, limits: StudentLimits):
@@ -349,7 +353,7 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
     c.JupyterHub.services = [{
         "name": SERVICE, "url": f"http://127.0.0.1:{port + 3}", "oauth_no_confirm": True,
         "command": [sys.executable, "-m", "course_tools.classroom.hub", "serve-submit",
-                    str(hub_dir)],
+                    str(hub_dir), str(limits.submissions), str(limits.submitted_bytes)],
     }]
     c.JupyterHub.load_roles = [
         {"name": "user", "scopes": ["self", f"access:services!service={SERVICE}"]},
@@ -359,29 +363,110 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
 # Runs as the student (subprocess user=): their notebooks as JSON on stdout, nothing else.
 READER = r"""
 import json, os, sys
-folder, limit, found, size = sys.argv[1], int(sys.argv[2]), {}, 0
+folder, limit, each, found, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), {}, 0
 for name in sorted(os.listdir(folder)):
     path = os.path.join(folder, name)
     if name.endswith(".ipynb") and os.path.isfile(path) and not os.path.islink(path):
         with open(path, encoding="utf-8") as file:
-            found[name] = file.read(limit + 1)
+            found[name] = file.read(each + 1)
         size += len(found[name])
+        if len(found[name]) > each:
+            sys.exit(f"{name} is larger than {each} bytes, the most a notebook may be")
         if size > limit:
             sys.exit("the submission is larger than the limit")
 json.dump(found, sys.stdout)
 """
 
 
-def submit(hub_dir: Path, username: str) -> list[str]:
-    """Copy ``username``'s notebooks (read as that user) into the exchange; returns the names."""
+PARSE_MEMORY = 512 * 2**20  # bytes the process that parses one submission may add
+PARSE_SECONDS = 60.0  # and how long it may take
+SUBMISSIONS_PER_STUDENT = 100  # a student's submissions kept in the exchange, at most
+BYTES_PER_STUDENT = 256 * 2**20  # and their bytes
+
+
+def _quota_left(runs_folder: Path, size: int, submissions: int, max_bytes: int) -> str:
+    """"" when one more submission of ``size`` bytes fits the student's quota, else why not."""
+    runs = sorted(runs_folder.glob("*T*")) if runs_folder.is_dir() else []
+    held = sum(f.stat().st_size for run in runs for f in run.iterdir() if f.is_file())
+    if len(runs) >= submissions:
+        return f"you have submitted {len(runs)} times, the most this class allows"
+    if held + size > max_bytes:
+        return (f"your submissions would hold {(held + size) / 2**20:.1f} MiB, more than this "
+                f"class allows ({max_bytes / 2**20:.0f} MiB)")
+    return ""
+
+
+def _parse_and_write(notebooks: dict, target: Path) -> None:
+    """Parse each notebook (an error for one that is not) and write it into ``target``: in a
+    forked process under the grader's memory cap and a time limit (the pattern of
+    :func:`course_tools.grading._batch._fork_and_grade`), so a crafted notebook that takes
+    hundreds of times its size to parse costs this process nothing."""
+    import signal
+
+    import nbformat  # noqa: F401  (imported before the fork: no thread holds its import lock)
+
+    from course_tools.grading._batch import _die_with, _limit_memory, _read_line
+
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the parsing process of this submission
+        status = b"failed\n"
+        try:
+            os.close(read_fd)
+            os.setpgid(0, 0)
+            _die_with(parent)
+            _limit_memory(PARSE_MEMORY)
+            parsed = {name: nbformat.reads(text, as_version=4)
+                      for name, text in notebooks.items()}
+            target.mkdir(parents=True, exist_ok=False)
+            for name, nb in parsed.items():
+                nbformat.write(nb, target / name)
+            status = b"ok\n"
+        except MemoryError:
+            status = b"memory\n"
+        except Exception as error:  # not a notebook: its reason, on one line
+            status = f"error {type(error).__name__}: {error}".replace("\n", " ")[:300].encode() \
+                + b"\n"
+        finally:
+            os.write(write_fd, status)
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        line = _read_line(read_fd, time.monotonic() + PARSE_SECONDS, limit=4096)
+    finally:
+        os.close(read_fd)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        os.waitpid(pid, 0)
+    if line == b"ok":
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    if line is None:
+        raise RuntimeError(f"reading the notebooks took longer than {PARSE_SECONDS:g} s")
+    if line == b"memory":
+        raise RuntimeError(f"reading the notebooks needs more than {PARSE_MEMORY // 2**20} MiB")
+    raise RuntimeError(f"not a notebook: {line.decode(errors='replace')[6:]}"
+                       if line.startswith(b"error ") else "the notebooks could not be read")
+
+
+def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_STUDENT,
+           max_bytes: int = BYTES_PER_STUDENT) -> list[str]:
+    """Copy ``username``'s notebooks (read as that user) into the exchange; returns the names.
+    Each notebook at most the grader's size (``MAX_SUBMISSION_BYTES``), parsed in a process of
+    its own under a memory and a time limit; at most ``submissions`` submissions and
+    ``max_bytes`` bytes per student."""
     import pwd
 
-    import nbformat
+    from course_tools.grading._collect import MAX_SUBMISSION_BYTES
 
     language = _class(hub_dir)[username]
     home = Path(pwd.getpwnam(username).pw_dir)
     folder = home / "course" / STUDENT_FOLDERS[language]
-    result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(SUBMIT_LIMIT)],
+    result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(SUBMIT_LIMIT),
+                             str(MAX_SUBMISSION_BYTES)],
                             user=username, group=username, cwd="/", env={}, capture_output=True,
                             text=True, timeout=60)
     if result.returncode != 0:
@@ -389,19 +474,19 @@ def submit(hub_dir: Path, username: str) -> list[str]:
     notebooks = json.loads(result.stdout)  # plain data: names and texts, each parsed below
     if not isinstance(notebooks, dict) or not notebooks:
         raise RuntimeError(f"no notebooks to submit in {folder}")
-    # sorted by name = by time; the suffix keeps two submissions in one second apart
-    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
-    target = Path(hub_dir) / "exchange" / username / stamp
-    parsed = {}
     for name, text in notebooks.items():
         if not (isinstance(name, str) and isinstance(text, str) and re.fullmatch(
                 r"[\w.-]+\.ipynb", name)):
             raise RuntimeError(f"refusing the file name {name!r:.80}")
-        parsed[name] = nbformat.reads(text, as_version=4)  # a notebook, or an error
-    target.mkdir(parents=True, exist_ok=False)
-    for name, nb in parsed.items():
-        nbformat.write(nb, target / name)
-    return sorted(parsed)
+    runs = Path(hub_dir) / "exchange" / username
+    refused = _quota_left(runs, sum(len(t.encode()) for t in notebooks.values()), submissions,
+                          max_bytes)
+    if refused:
+        raise RuntimeError(refused)
+    # sorted by name = by time; the suffix keeps two submissions in one second apart
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    _parse_and_write(notebooks, runs / stamp)
+    return sorted(notebooks)
 
 
 def collect(hub_dir: Path, out: Path) -> dict[str, Path]:
@@ -418,8 +503,10 @@ def collect(hub_dir: Path, out: Path) -> dict[str, Path]:
     return collected
 
 
-def serve_submit(hub_dir: Path) -> None:
+def serve_submit(hub_dir: Path, submissions: int = SUBMISSIONS_PER_STUDENT,
+                 max_bytes: int = BYTES_PER_STUDENT) -> None:
     """The ``course-submit`` hub service: a page with the student's notebooks and a button."""
+    quota = {"submissions": submissions, "max_bytes": max_bytes}
     from html import escape
 
     from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
@@ -442,11 +529,14 @@ def serve_submit(hub_dir: Path) -> None:
             self._page("")
 
         @web.authenticated
-        def post(self):
+        async def post(self):
+            import asyncio
+
             name = self.get_current_user()["name"]
-            try:
-                names = submit(hub_dir, name)
-            except RuntimeError as error:
+            try:  # in a thread: reading and parsing never hold up the other students' pages
+                names = await asyncio.get_running_loop().run_in_executor(
+                    None, lambda: submit(hub_dir, name, **quota))
+            except (RuntimeError, subprocess.TimeoutExpired) as error:
                 self._page(f"not submitted: {error}")
                 return
             self._page(f"submitted {len(names)} notebook(s): {', '.join(names)}")
@@ -492,7 +582,7 @@ def hub_problem(*, check_python: bool = True) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["serve-submit"]:
-        serve_submit(Path(argv[1]))
+        serve_submit(Path(argv[1]), *map(int, argv[2:4]))
         return 0
     if argv[:1] == ["collect"]:
         parser = argparse.ArgumentParser(prog="python -m lectures_lib hub collect")
@@ -520,13 +610,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="CPU cores one student may use at once (1)")
     parser.add_argument("--kernels-per-student", type=int, default=3,
                         help="kernels one student may run at once (3)")
+    parser.add_argument("--submissions-per-student", type=int, default=100,
+                        help="submissions kept per student; more are refused (100)")
     parser.add_argument("--config-only", action="store_true",
                         help="write HUBDIR/jupyterhub_config.py and stop")
     args = parser.parse_args(argv)
     try:
         limits = StudentLimits(memory_bytes=int(args.memory_per_student * 2**30),
                                processes=args.processes_per_student,
-                               cpus=args.cpus_per_student, kernels=args.kernels_per_student)
+                               cpus=args.cpus_per_student, kernels=args.kernels_per_student,
+                               submissions=args.submissions_per_student)
         new = prepare(args.class_list, args.hub_dir, create_users=args.create_users)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
