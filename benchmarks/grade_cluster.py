@@ -49,14 +49,17 @@ def _warm(address: str, folder: Path, timeout: float) -> None:
     """One submission per worker first: each worker's zygote imports the grader once."""
     from distributed import Client
 
-    with Client(address) as client:
+    from course_tools.grading._tls import security
+
+    tls = folder.parent / "tls" / "client"  # local_cluster's certificates (mutual TLS)
+    with Client(address, security=security(tls)) as client:
         count = len(client.scheduler_info()["workers"])
     warm = folder.parent / "warm"
     warm.mkdir(exist_ok=True)
     for path in sorted(folder.iterdir())[:count]:
         (warm / ("warm-" + path.name)).write_bytes(path.read_bytes())
     grade_on_cluster([warm], address, timeout=timeout, course=COURSE_NOTEBOOKS, notebook=None,
-                     sandbox=True, progress=False)
+                     sandbox=True, progress=False, tls=tls)
 
 
 def main() -> int:
@@ -78,7 +81,8 @@ def main() -> int:
                 started = time.perf_counter()
                 reports, _ = grade_on_cluster([folder], address, timeout=args.timeout,
                                               course=COURSE_NOTEBOOKS, notebook=None,
-                                              sandbox=True, progress=True)
+                                              sandbox=True, progress=True,
+                                              tls=here / "tls" / "client")
                 seconds = time.perf_counter() - started
                 after = os.getloadavg()
             full = sum(r["score"] == r["max_score"] > 0 for r in reports)

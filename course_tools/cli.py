@@ -15,6 +15,7 @@ Every ``make`` target runs one of these, so ``make`` is a convenience (Windows h
     python -m course_tools source SRC OUT    nbgrader's source notebooks (solutions + metadata)
     python -m course_tools grade SUB ...     grade submissions (--help: sandbox, --notebook, ...)
     python -m course_tools sandbox-kernelspec --install   nbgrader's kernels in the sandbox
+    python -m course_tools grading-tls DIR   certificates of a grading cluster (mutual TLS)
     python -m course_tools copy DIR [--student] [--lang zh-CN]   the course into any folder
     python -m course_tools hub CLASS.csv --dir HUBDIR   JupyterHub for a class (as root)
 
@@ -51,6 +52,8 @@ _DELEGATED = {
     "source": ("course_tools.publish.exercises", "write the notebooks with solutions and "
                "nbgrader metadata"),
     "grade": ("course_tools.grading", "grade submitted notebooks (--help for its options)"),
+    "grading-tls": ("course_tools.grading._tls", "the certificates of a grading cluster "
+                    "(mutual TLS: DIR gets scheduler/, worker/, client/)"),
     "sandbox-kernelspec": ("course_tools.grading.sandbox.kernel", "a Jupyter kernel in the "
                            "sandbox, for nbgrader (--install [--user | --prefix P])"),
 }

@@ -17,6 +17,11 @@ configures it for the course:
 * **kernels in the course's sandbox**: the only kernel, ``python3``, is the bubblewrap kernel of
   :mod:`course_tools.grading.sandbox.kernel` (no network, read-only notebook folder, limits);
   terminals are off and the file browser is rooted at ``~/course``;
+* **the student's server runs student code**: everything its process loads is the student's to
+  choose, outside the sandbox, so it reads no configuration file (``JUPYTER_NO_CONFIG``, nothing
+  from ``~/.jupyter``; e.g. nbgrader's server extensions would execute the student's
+  ``~/course/nbgrader_config.py``), loads exactly the server extensions of
+  :data:`SERVER_EXTENSIONS`, lists only the sandboxed kernel and runs Python with ``-I``;
 * **submit and collect**: the hub service ``course-submit`` (``/services/course-submit/``,
   logged in through the hub) copies the student's notebooks, read by a process running *as the
   student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m course_tools hub
@@ -59,7 +64,7 @@ CONFIG = '''\
 # Run: jupyterhub -f {config}   (as root; the same as `python -m course_tools hub`)
 from course_tools.classroom.hub import configure
 
-configure(c, {hub_dir!r}, ip={ip!r}, port={port})
+configure(c, {hub_dir!r}, ip={ip!r}, port={port}, limits={limits!r})
 
 # A real class's login, instead of the per-student passwords (the rest stays as it is):
 #   GitHub / Google / any OpenID provider (pip install oauthenticator):
@@ -166,11 +171,93 @@ def prepare(class_list: Path, hub_dir: Path, *, create_users: bool = False) -> d
     return new
 
 
-def write_config(hub_dir: Path, *, ip: str = "127.0.0.1", port: int = 8000) -> Path:
+def write_config(hub_dir: Path, *, ip: str = "127.0.0.1", port: int = 8000,
+                 limits: StudentLimits | None = None) -> Path:
     hub_dir = Path(hub_dir).resolve()
     config = hub_dir / "jupyterhub_config.py"
-    config.write_text(CONFIG.format(config=config, hub_dir=str(hub_dir), ip=ip, port=port))
+    limits = (limits or StudentLimits()).as_dict()
+    config.write_text(CONFIG.format(config=config, hub_dir=str(hub_dir), ip=ip, port=port,
+                                    limits=limits))
     return config
+
+
+@dataclass(frozen=True)
+class StudentLimits:
+    """What one student's server and everything it starts (kernels, their sandboxes) may take
+    together: a cgroup that root makes per student (memory, processes, CPU), and a cap on the
+    student's running kernels."""
+
+    memory_bytes: int = 4 * 2**30
+    processes: int = 512
+    cpus: float = 1.0
+    kernels: int = 3
+    submissions: int = 100  # kept in the exchange per student (the submit service's quota)
+    submitted_bytes: int = 256 * 2**20
+
+    def __post_init__(self):
+        for name, low in (("memory_bytes", 2**28), ("processes", 32), ("kernels", 1),
+                          ("submissions", 1), ("submitted_bytes", 2**20)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        if isinstance(self.cpus, bool) or not isinstance(self.cpus, (int, float)) or not (
+                0.01 <= self.cpus <= 1024):
+            raise ValueError(f"cpus must be a number of cores in [0.01, 1024], got {self.cpus!r}")
+
+    def as_dict(self) -> dict:
+        return {"memory_bytes": self.memory_bytes, "processes": self.processes,
+                "cpus": float(self.cpus), "kernels": self.kernels,
+                "submissions": self.submissions, "submitted_bytes": self.submitted_bytes}
+
+
+def student_group(username: str, limits: StudentLimits):
+    """The student's cgroup (made, or its limits set again, by root in the hub)."""
+    from course_tools.grading.sandbox._cgroups import Group
+
+    return Group.for_student(username, processes=limits.processes,
+                             memory_bytes=limits.memory_bytes, cpus=limits.cpus)
+
+
+def kernel_slots(hub_dir: Path, username: str, kernels: int) -> Path:
+    """The student's ``kernels`` slot files (the student's, 0600, in a folder of root's that
+    they cannot add to): each running kernel's launcher holds one locked
+    (:func:`~lectures_lib.tooling.sandbox_kernel.take_slot`), so no more run at once."""
+    import pwd
+
+    record = pwd.getpwnam(username)
+    base = Path(hub_dir) / "kernel-slots"
+    base.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(base, 0o711)
+    folder = base / username
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    for number in range(kernels):
+        slot = folder / f"slot-{number}"
+        slot.touch(mode=0o600)
+        os.chown(slot, record.pw_uid, record.pw_gid)
+    return folder
+
+
+def _spawner_class(limits: StudentLimits):
+    from jupyterhub.spawner import LocalProcessSpawner
+
+    class CourseSpawner(LocalProcessSpawner):
+        """LocalProcessSpawner whose server starts in the student's cgroup (joined as root,
+        before the switch to the student's user): it and every process it starts."""
+
+        def make_preexec_fn(self, name):
+            become_student = super().make_preexec_fn(name)
+            group = student_group(name, limits)
+
+            def preexec():
+                group.join()
+                become_student()
+
+            return preexec
+
+    return CourseSpawner
 
 
 def _class(hub_dir: Path) -> dict[str, str]:
@@ -199,9 +286,31 @@ def _authenticator_class():
     return ClassListAuthenticator
 
 
-def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> None:
-    """Fill JupyterHub's config object ``c`` for the class in ``hub_dir`` (see the module doc)."""
+# Everything a student's Jupyter server loads is the student's code, run outside the sandbox, so
+# it loads no configuration file at all (JUPYTER_NO_CONFIG: none of the environment's, e.g.
+# nbgrader's server extensions, which execute ~/course/nbgrader_config.py; none of the student's)
+# and exactly these server extensions (jupyterhub.singleuser adds its own).
+SERVER_EXTENSIONS = ("jupyterlab",)
+SERVER_ENVIRONMENT = {"JUPYTER_NO_CONFIG": "1", "PYTHONNOUSERSITE": "1"}
+
+
+def server_args() -> list[str]:
+    """The students' servers' command-line options: the allowlist of server extensions, the one
+    kernel, no terminal, no extension manager."""
+    return ["--ServerApp.jpserver_extensions",
+            *[f"{name}=True" for name in SERVER_EXTENSIONS],
+            "--ServerApp.terminals_enabled=False",
+            "--KernelSpecManager.ensure_native_kernel=False",
+            "--KernelSpecManager.allowed_kernelspecs", "python3",
+            "--LabApp.extension_manager=readonly"]
+
+
+def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
+              limits: dict | None = None) -> None:
+    """Fill JupyterHub's config object ``c`` for the class in ``hub_dir`` (see the module doc);
+    ``limits``: :class:`StudentLimits`'s fields."""
     hub_dir = Path(hub_dir)
+    limits = StudentLimits(**(limits or {}))
     languages = _class(hub_dir)
     bin_dir = Path(sys.executable).parent
     c.JupyterHub.ip, c.JupyterHub.port, c.JupyterHub.hub_ip = ip, port, "127.0.0.1"
@@ -214,12 +323,14 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
     c.JupyterHub.authenticator_class = _authenticator_class()
     c.ClassListAuthenticator.password_file = str(hub_dir / "passwords.json")
     c.Authenticator.allowed_users = set(languages)
-    c.JupyterHub.spawner_class = "localprocess"  # each server as the student's Unix user
-    c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+    # each server as the student's Unix user, in the student's cgroup
+    c.JupyterHub.spawner_class = _spawner_class(limits)
+    # -I: no PYTHON* variable, no user site-packages, no working folder on sys.path
+    c.Spawner.cmd = [sys.executable, "-I", "-m", "jupyterhub.singleuser"]
     c.Spawner.notebook_dir = "~/course"
     c.Spawner.start_timeout = c.Spawner.http_timeout = 180
-    c.Spawner.args = ["--ServerApp.terminals_enabled=False",
-                      "--KernelSpecManager.ensure_native_kernel=False"]
+    c.Spawner.disable_user_config = True  # nothing from ~/.jupyter
+    c.Spawner.args = server_args()
 
     def release(spawner):
         """The student's copies, written as the student, and their server's language."""
@@ -236,6 +347,8 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
         spawner.environment.update({
             "LECTURES_LANG": language,  # the checkers' messages in the student's language
             "JUPYTER_PATH": str(hub_dir / "jupyter"),  # the sandboxed kernel is `python3`
+            **SERVER_ENVIRONMENT,
+            "LECTURES_KERNEL_SLOTS": str(kernel_slots(hub_dir, name, limits.kernels)),
             "PATH": f"{bin_dir}:/usr/bin:/bin",
         })
 
@@ -243,7 +356,7 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
     c.JupyterHub.services = [{
         "name": SERVICE, "url": f"http://127.0.0.1:{port + 3}", "oauth_no_confirm": True,
         "command": [sys.executable, "-m", "course_tools.classroom.hub", "serve-submit",
-                    str(hub_dir)],
+                    str(hub_dir), str(limits.submissions), str(limits.submitted_bytes)],
     }]
     c.JupyterHub.load_roles = [
         {"name": "user", "scopes": ["self", f"access:services!service={SERVICE}"]},
@@ -256,29 +369,110 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000) -> No
 # Runs as the student (subprocess user=): their notebooks as JSON on stdout, nothing else.
 READER = r"""
 import json, os, sys
-folder, limit, found, size = sys.argv[1], int(sys.argv[2]), {}, 0
+folder, limit, each, found, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), {}, 0
 for name in sorted(os.listdir(folder)):
     path = os.path.join(folder, name)
     if name.endswith(".ipynb") and os.path.isfile(path) and not os.path.islink(path):
         with open(path, encoding="utf-8") as file:
-            found[name] = file.read(limit + 1)
+            found[name] = file.read(each + 1)
         size += len(found[name])
+        if len(found[name]) > each:
+            sys.exit(f"{name} is larger than {each} bytes, the most a notebook may be")
         if size > limit:
             sys.exit("the submission is larger than the limit")
 json.dump(found, sys.stdout)
 """
 
 
-def submit(hub_dir: Path, username: str) -> list[str]:
-    """Copy ``username``'s notebooks (read as that user) into the exchange; returns the names."""
+PARSE_MEMORY = 512 * 2**20  # bytes the process that parses one submission may add
+PARSE_SECONDS = 60.0  # and how long it may take
+SUBMISSIONS_PER_STUDENT = 100  # a student's submissions kept in the exchange, at most
+BYTES_PER_STUDENT = 256 * 2**20  # and their bytes
+
+
+def _quota_left(runs_folder: Path, size: int, submissions: int, max_bytes: int) -> str:
+    """"" when one more submission of ``size`` bytes fits the student's quota, else why not."""
+    runs = sorted(runs_folder.glob("*T*")) if runs_folder.is_dir() else []
+    held = sum(f.stat().st_size for run in runs for f in run.iterdir() if f.is_file())
+    if len(runs) >= submissions:
+        return f"you have submitted {len(runs)} times, the most this class allows"
+    if held + size > max_bytes:
+        return (f"your submissions would hold {(held + size) / 2**20:.1f} MiB, more than this "
+                f"class allows ({max_bytes / 2**20:.0f} MiB)")
+    return ""
+
+
+def _parse_and_write(notebooks: dict, target: Path) -> None:
+    """Parse each notebook (an error for one that is not) and write it into ``target``: in a
+    forked process under the grader's memory cap and a time limit (the pattern of
+    :func:`course_tools.grading._batch._fork_and_grade`), so a crafted notebook that takes
+    hundreds of times its size to parse costs this process nothing."""
+    import signal
+
+    import nbformat  # noqa: F401  (imported before the fork: no thread holds its import lock)
+
+    from course_tools.grading._batch import _die_with, _limit_memory, _read_line
+
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the parsing process of this submission
+        status = b"failed\n"
+        try:
+            os.close(read_fd)
+            os.setpgid(0, 0)
+            _die_with(parent)
+            _limit_memory(PARSE_MEMORY)
+            parsed = {name: nbformat.reads(text, as_version=4)
+                      for name, text in notebooks.items()}
+            target.mkdir(parents=True, exist_ok=False)
+            for name, nb in parsed.items():
+                nbformat.write(nb, target / name)
+            status = b"ok\n"
+        except MemoryError:
+            status = b"memory\n"
+        except Exception as error:  # not a notebook: its reason, on one line
+            status = f"error {type(error).__name__}: {error}".replace("\n", " ")[:300].encode() \
+                + b"\n"
+        finally:
+            os.write(write_fd, status)
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        line = _read_line(read_fd, time.monotonic() + PARSE_SECONDS, limit=4096)
+    finally:
+        os.close(read_fd)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        os.waitpid(pid, 0)
+    if line == b"ok":
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    if line is None:
+        raise RuntimeError(f"reading the notebooks took longer than {PARSE_SECONDS:g} s")
+    if line == b"memory":
+        raise RuntimeError(f"reading the notebooks needs more than {PARSE_MEMORY // 2**20} MiB")
+    raise RuntimeError(f"not a notebook: {line.decode(errors='replace')[6:]}"
+                       if line.startswith(b"error ") else "the notebooks could not be read")
+
+
+def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_STUDENT,
+           max_bytes: int = BYTES_PER_STUDENT) -> list[str]:
+    """Copy ``username``'s notebooks (read as that user) into the exchange; returns the names.
+    Each notebook at most the grader's size (``MAX_SUBMISSION_BYTES``), parsed in a process of
+    its own under a memory and a time limit; at most ``submissions`` submissions and
+    ``max_bytes`` bytes per student."""
     import pwd
 
-    import nbformat
+    from course_tools.grading._collect import MAX_SUBMISSION_BYTES
 
     language = _class(hub_dir)[username]
     home = Path(pwd.getpwnam(username).pw_dir)
     folder = home / "course" / STUDENT_FOLDERS[language]
-    result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(SUBMIT_LIMIT)],
+    result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(SUBMIT_LIMIT),
+                             str(MAX_SUBMISSION_BYTES)],
                             user=username, group=username, cwd="/", env={}, capture_output=True,
                             text=True, timeout=60)
     if result.returncode != 0:
@@ -286,23 +480,25 @@ def submit(hub_dir: Path, username: str) -> list[str]:
     notebooks = json.loads(result.stdout)  # plain data: names and texts, each parsed below
     if not isinstance(notebooks, dict) or not notebooks:
         raise RuntimeError(f"no notebooks to submit in {folder}")
-    # sorted by name = by time; the suffix keeps two submissions in one second apart
-    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
-    target = Path(hub_dir) / "exchange" / username / stamp
-    parsed = {}
     for name, text in notebooks.items():
         if not (isinstance(name, str) and isinstance(text, str) and re.fullmatch(
                 r"[\w.-]+\.ipynb", name)):
             raise RuntimeError(f"refusing the file name {name!r:.80}")
-        parsed[name] = nbformat.reads(text, as_version=4)  # a notebook, or an error
-    target.mkdir(parents=True, exist_ok=False)
-    for name, nb in parsed.items():
-        nbformat.write(nb, target / name)
-    return sorted(parsed)
+    runs = Path(hub_dir) / "exchange" / username
+    refused = _quota_left(runs, sum(len(t.encode()) for t in notebooks.values()), submissions,
+                          max_bytes)
+    if refused:
+        raise RuntimeError(refused)
+    # sorted by name = by time; the suffix keeps two submissions in one second apart
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    _parse_and_write(notebooks, runs / stamp)
+    return sorted(notebooks)
 
 
-def serve_submit(hub_dir: Path) -> None:
+def serve_submit(hub_dir: Path, submissions: int = SUBMISSIONS_PER_STUDENT,
+                 max_bytes: int = BYTES_PER_STUDENT) -> None:
     """The ``course-submit`` hub service: a page with the student's notebooks and a button."""
+    quota = {"submissions": submissions, "max_bytes": max_bytes}
     from html import escape
 
     from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
@@ -325,11 +521,14 @@ def serve_submit(hub_dir: Path) -> None:
             self._page("")
 
         @web.authenticated
-        def post(self):
+        async def post(self):
+            import asyncio
+
             name = self.get_current_user()["name"]
-            try:
-                names = submit(hub_dir, name)
-            except RuntimeError as error:
+            try:  # in a thread: reading and parsing never hold up the other students' pages
+                names = await asyncio.get_running_loop().run_in_executor(
+                    None, lambda: submit(hub_dir, name, **quota))
+            except (RuntimeError, subprocess.TimeoutExpired) as error:
                 self._page(f"not submitted: {error}")
                 return
             self._page(f"submitted {len(names)} notebook(s): {', '.join(names)}")
@@ -358,6 +557,13 @@ def hub_problem(*, check_python: bool = True) -> str | None:
                 "npm install -g configurable-http-proxy")
     if os.geteuid() != 0:
         return "the hub starts each student's server as that student: run it as root"
+    from course_tools.grading.sandbox._cgroups import group_problem
+
+    problem = group_problem(cpus=1.0)
+    if problem:
+        return ("the hub bounds each student's memory, processes and CPU with a cgroup that "
+                f"root makes, and none can be made here ({problem}): give the hub cgroup v1 "
+                "(pids, memory, cpu) or a cgroup v2 that delegates them (systemd: Delegate=yes)")
     python = Path(sys.executable).resolve()
     if not check_python:
         return None
@@ -376,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] and argv[0] in operations.COMMANDS:  # hub status / hub remove-class
         return operations.main(argv)
     if argv[:1] == ["serve-submit"]:
-        serve_submit(Path(argv[1]))
+        serve_submit(Path(argv[1]), *map(int, argv[2:4]))
         return 0
     parser = argparse.ArgumentParser(prog="python -m course_tools hub",
                                      description=__doc__.splitlines()[0])
@@ -388,16 +594,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="the hub's port (it also uses the next three)")
     parser.add_argument("--create-users", action="store_true",
                         help="useradd each student without a Unix account")
+    parser.add_argument("--memory-per-student", type=float, default=4.0, metavar="GIB",
+                        help="memory of one student's server and kernels together (GiB; 4)")
+    parser.add_argument("--processes-per-student", type=int, default=512,
+                        help="processes of one student's server and kernels together (512)")
+    parser.add_argument("--cpus-per-student", type=float, default=1.0,
+                        help="CPU cores one student may use at once (1)")
+    parser.add_argument("--kernels-per-student", type=int, default=3,
+                        help="kernels one student may run at once (3)")
+    parser.add_argument("--submissions-per-student", type=int, default=100,
+                        help="submissions kept per student; more are refused (100)")
     parser.add_argument("--config-only", action="store_true",
                         help="write HUBDIR/jupyterhub_config.py and stop")
     operations.add_options(parser)  # --idle-timeout, --admin
     args = parser.parse_args(argv)
     absent = operations.accounts_absent(args.class_list) if args.create_users else []
     try:
+        limits = StudentLimits(memory_bytes=int(args.memory_per_student * 2**30),
+                               processes=args.processes_per_student,
+                               cpus=args.cpus_per_student, kernels=args.kernels_per_student,
+                               submissions=args.submissions_per_student)
         new = prepare(args.class_list, args.hub_dir, create_users=args.create_users)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    config = write_config(args.hub_dir, ip=args.ip, port=args.port)
+    config = write_config(args.hub_dir, ip=args.ip, port=args.port, limits=limits)
     if new:
         print(f"new passwords for {len(new)} student(s) in {args.hub_dir / 'passwords.csv'}")
     print(f"config: {config}")

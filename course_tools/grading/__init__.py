@@ -38,17 +38,20 @@ formula. ``--format nbgrader-csv`` takes student ids from a source the instructo
 from file names (:mod:`._student_ids`). ``--output FILE``
 writes them whole or not at all (a temporary file, then a replace).
 
-Past one machine, ``--scheduler tcp://HOST:PORT`` sends each submission to the workers of a Dask
-distributed cluster, which grade it as above (:mod:`._cluster`: what crosses the network, where
-the grading secret lives, what a worker's death costs). Without it nothing runs on Dask.
+Past one machine, ``--scheduler tls://HOST:PORT --tls DIR/client`` sends each submission to the
+workers of a Dask distributed cluster over mutual TLS, which grade it as above (:mod:`._cluster`:
+what crosses the network, where the grading secret lives, what a worker's death costs;
+:mod:`._tls`: the certificates; ``tcp://`` only with ``--insecure-plain-tcp-anyone-can-run-code``).
+Without it nothing runs on Dask.
 
 What it cannot see: a student who copies the public reference solution (the notebooks are in a
 public repository) writes correct code; exercises for credit need private variants. Where no
 sandbox can be made (no bubblewrap, user namespaces disabled) the command refuses to grade
 unless ``--no-sandbox`` is given: the verdict stays outside the submission's process, but its
-code then runs with the grader's rights (do that only in a throwaway container or VM). Run as
-root where no cgroup can be made, it refuses too (the kernel does not apply ``RLIMIT_NPROC`` to
-root, so nothing would limit a submission's processes) unless ``--root-without-cgroup``.
+code then runs with the grader's rights (do that only in a throwaway container or VM). Where no
+cgroup of its own can be made for each sandbox, it refuses too, whoever runs it (only a cgroup
+bounds a submission's processes and total memory: ``RLIMIT_NPROC`` does not hold for root,
+``RLIMIT_AS`` is per process) unless ``--unbounded-without-cgroup``.
 
 The package's parts, by responsibility (each imports only those before it, no circle):
 ``_report`` (tables, CSV, JSON, control characters removed), ``_student_ids`` (whose
@@ -128,7 +131,8 @@ def _grade_main(args) -> int:
                 reports, any_folder = grade_on_cluster(
                     args.submissions, args.scheduler, timeout=args.timeout, course=args.course,
                     notebook=args.notebook, sandbox=not args.no_sandbox,
-                    progress=not args.quiet, allow_root_without_cgroup=args.root_without_cgroup)
+                    progress=not args.quiet, allow_root_without_cgroup=args.root_without_cgroup,
+                    tls=args.tls, insecure_plain_tcp=args.insecure_plain_tcp)
             except (WorkerRefused, ImportError, OSError) as error:  # OSError: no scheduler
                 print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
                 return 2
@@ -240,10 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="grade even where no sandbox can be made (UNSAFE: the students' "
                         "code runs with your rights; only in a throwaway container or VM)")
-    parser.add_argument("--root-without-cgroup", action="store_true",
-                        help="grade as root even where no cgroup can limit a submission's "
-                        "processes (the kernel does not apply RLIMIT_NPROC to root: a fork bomb "
-                        "then meets no limit; only in a throwaway container or VM)")
+    parser.add_argument("--unbounded-without-cgroup", "--root-without-cgroup",
+                        action="store_true", dest="root_without_cgroup",
+                        help="grade even where no cgroup can be made for each sandbox (UNSAFE: "
+                        "nothing then bounds a submission's processes or its total memory: a "
+                        "fork bomb or a cell that forks meets no limit; only in a throwaway "
+                        "container or VM)")
     parser.add_argument("--secret-file", type=Path, default=None,
                         help="a file only you hold (e.g. 32 random bytes: `head -c 32 "
                         "/dev/urandom > secret`): every checker's probes and held-out data are "
@@ -253,12 +259,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the table, JSON lines or gradebook to this file (written "
                         "whole or not at all: a temporary file beside it, then a replace) "
                         "instead of standard output")
-    parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
-                        help="grade on a Dask cluster: each submission is a task for the "
-                        "scheduler's workers (`dask worker tcp://HOST:PORT` where the course is "
-                        "installed; each grades in its own sandboxes; a worker that dies loses "
-                        "nothing). The workers read the grading secret from their own "
-                        "$LECTURES_GRADING_SECRET_FILE; only its fingerprint is sent. "
-                        "Needs `pip install 'lectures-lib[cluster]'`")
+    parser.add_argument("--scheduler", default=None, metavar="tls://HOST:PORT",
+                        help="grade on a Dask cluster over mutual TLS (with --tls): each "
+                        "submission is a task for the scheduler's workers (`dask worker "
+                        "tls://HOST:PORT --tls-...` where the course is installed; each grades in "
+                        "its own sandboxes; a worker that dies loses nothing). The workers read "
+                        "the grading secret from their own $LECTURES_GRADING_SECRET_FILE; only "
+                        "its fingerprint is sent. Needs `pip install 'lectures-lib[cluster]'`")
+    parser.add_argument("--tls", type=Path, default=None, metavar="DIR/client",
+                        help="the client's certificate folder (ca.pem, cert.pem, key.pem) that "
+                        "`python -m lectures_lib grading-tls DIR` writes")
+    parser.add_argument("--insecure-plain-tcp-anyone-can-run-code", action="store_true",
+                        dest="insecure_plain_tcp",
+                        help="allow a tcp:// scheduler (UNSAFE: it authenticates no one; anyone "
+                        "who reaches its port runs code on the workers, reads the grading "
+                        "secret and changes grades; only on a network no one else reaches)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return _grade_main(parser.parse_args(argv))

@@ -1,7 +1,7 @@
-"""Grading past one machine: ``grade SUBMISSIONS --scheduler tcp://HOST:PORT`` on Dask distributed.
+"""Grading past one machine: ``grade SUBMISSIONS --scheduler tls://HOST:PORT --tls DIR`` on Dask.
 
 Each submission becomes one task on the cluster's workers (started with ``dask worker
-tcp://HOST:PORT`` on machines where this course is installed, the same version). A worker grades
+tls://HOST:PORT --tls-...`` on machines where this course is installed, the same version). A worker grades
 it as the local command does: :func:`grade_task` hands it to one of the worker's zygotes
 (:class:`~course_tools.grading._batch._Zygote`: a trusted process that forks a fresh
 grading process per submission, with its memory limit, and each of those starts the
@@ -28,11 +28,15 @@ namespaces and mounts neither the secret file nor ``/proc`` of the grader, so a 
 can read it in no way. The course's version is checked the same way (a fingerprint of the
 library's files and of the course's notebooks): a worker with another version refuses.
 
-What the cluster must be. A Dask scheduler runs whatever code a client sends it: its port and
-the workers' must be reachable by the instructor only (a private network, or Dask's TLS with
-certificates: ``distributed.security``, ``dask scheduler --tls-ca-file ...``). The sandbox has no
-network at all (bubblewrap ``--unshare-all``), so a submission cannot reach the scheduler even
-on the machine it runs on.
+What the cluster must be. A Dask scheduler runs whatever code a client sends it, so the cluster
+speaks mutual TLS (:mod:`._tls`: ``python -m lectures_lib grading-tls DIR`` makes the authority
+and the certificates): the scheduler and the workers accept only peers holding one, and the
+client refuses a ``tcp://`` scheduler unless ``insecure_plain_tcp``. A worker refuses every task
+when it reached its scheduler over plain tcp that the client did not allow, and when it runs as
+root (unless ``LECTURES_GRADING_WORKER_AS_ROOT=unsafe``): graders run as an unprivileged user on
+machines students cannot log in to, never the class hub. The sandbox has no network at all
+(bubblewrap ``--unshare-all``), so a submission cannot reach the scheduler even on the machine
+it runs on.
 
 A worker that dies mid-batch loses nothing: the scheduler gives its tasks to the other workers
 (their keys make each submission one task, so each gets exactly one report). A submission whose
@@ -61,8 +65,10 @@ from course_tools.grading._collect import (
     use_secret,
 )
 from course_tools.grading._report import _failed_report, clean_text
+from course_tools.grading._tls import check_scheduler
 
 SECRET_FILE_ENV = "LECTURES_GRADING_SECRET_FILE"
+WORKER_AS_ROOT_ENV = "LECTURES_GRADING_WORKER_AS_ROOT"
 RETRIES = 2  # a task that raised (a worker's disk full, ...) is tried again, elsewhere if it can
 _PACKAGES = (Path(lectures_lib.__file__).resolve().parent, Path(__file__).resolve().parents[1])
 
@@ -146,6 +152,7 @@ def _check_worker(expected: dict, course: str, options: dict) -> Path:
     import socket
 
     where = f"worker {socket.gethostname()} (pid {os.getpid()})"
+    _check_worker_host(where, options)
     folder = Path(course) if Path(course).is_dir() else COURSE_NOTEBOOKS
     folder = _worker_course(where, folder, expected["course"])
     try:
@@ -168,6 +175,28 @@ def _check_worker(expected: dict, course: str, options: dict) -> Path:
         if _STATE[key]:
             raise WorkerRefused(f"{where} cannot make the sandbox: {_STATE[key]}")
     return folder
+
+
+def _check_worker_host(where: str, options: dict) -> None:
+    """A worker grades only over TLS (unless the client allowed plain tcp) and never as root
+    (unless started with LECTURES_GRADING_WORKER_AS_ROOT=unsafe, for a throwaway machine)."""
+    try:
+        from distributed import get_worker
+
+        address = get_worker().scheduler.address
+    except (ImportError, ValueError, AttributeError):  # not on a Dask worker: a direct call
+        address = None
+    if address is not None and not address.startswith("tls://") and not options.get(
+            "insecure_plain_tcp"):
+        raise WorkerRefused(f"{where} reached its scheduler over {address.split('://')[0]}://, "
+                            "which authenticates no one: start it with tls:// "
+                            "(`python -m lectures_lib grading-tls`)")
+    if os.geteuid() == 0 and os.environ.get(WORKER_AS_ROOT_ENV) != "unsafe":
+        raise WorkerRefused(
+            f"{where} runs as root: a worker runs what its scheduler sends, so run it as an "
+            "unprivileged grading user with a delegated cgroup, on a machine students cannot "
+            f"log in to (not the class hub); {WORKER_AS_ROOT_ENV}=unsafe allows root on a "
+            "throwaway machine")
 
 
 def _zygote(options: dict, course: Path):
@@ -213,11 +242,15 @@ def _task_key(path: Path, data: bytes | None, unread: str) -> str:
 def grade_on_cluster(paths: list[Path], scheduler: str, *, timeout: float, course: Path,
                      notebook: str | None, sandbox: bool, progress: bool,
                      allow_root_without_cgroup: bool = False,
-                     connect_timeout: float = 30.0) -> tuple[list[dict], bool]:
+                     connect_timeout: float = 30.0, tls: Path | None = None,
+                     insecure_plain_tcp: bool = False) -> tuple[list[dict], bool]:
     """Grade every notebook given or found in a given folder on the Dask cluster at
     ``scheduler``; returns (reports in the order found, any_folder), as
     :func:`~._batch.grade_paths`. Raises :class:`WorkerRefused` when a worker cannot grade as
-    asked."""
+    asked.
+
+    ``scheduler`` is ``tls://HOST:PORT`` and ``tls`` the client's certificate folder
+    (:mod:`._tls`); ``tcp://`` only with ``insecure_plain_tcp`` (ValueError otherwise)."""
     from course_tools.grading._batch import _find
     from course_tools.grading._verdict import unreadable
     from lectures_lib.checks.grader import secret_fingerprint
@@ -228,16 +261,15 @@ def grade_on_cluster(paths: list[Path], scheduler: str, *, timeout: float, cours
     except ImportError:
         raise ImportError("--scheduler needs Dask's distributed package: pip install "
                           "'lectures-lib[cluster]' (or pip install distributed)") from None
-    if not isinstance(scheduler, str) or "://" not in scheduler:
-        raise ValueError(f"scheduler must be a Dask scheduler's address like tcp://HOST:8786, "
-                         f"got {scheduler!r}")
+    security = check_scheduler(scheduler, tls, insecure_plain_tcp)
     timeout, course = _check_options(timeout, course)
     found, any_folder = _find(paths)
     options = {"timeout": timeout, "notebook": notebook, "sandbox": sandbox,
-               "allow_root_without_cgroup": allow_root_without_cgroup}
+               "allow_root_without_cgroup": allow_root_without_cgroup,
+               "insecure_plain_tcp": insecure_plain_tcp}
     expected = {"course": course_fingerprint(course), "secret": secret_fingerprint()}
     reports: list[dict | None] = [None] * len(found)
-    with Client(scheduler, timeout=connect_timeout) as client:
+    with Client(scheduler, timeout=connect_timeout, security=security) as client:
         futures: dict = {}  # key -> (future, indices of found)
         for index, path in enumerate(found):
             try:

@@ -3,7 +3,10 @@ started with Dask's own ``dask scheduler`` / ``dask worker`` commands (what an i
 each machine), each in its own session so that one can be killed alone, as a machine dies.
 
 For the tests and ``benchmarks/grade_cluster.py``: ``with local_cluster(2, folder) as (address,
-processes): ...``; on leaving, every process (and what it started) is killed.
+processes): ...``; on leaving, every process (and what it started) is killed. The cluster speaks
+mutual TLS, as the README's (certificates from :func:`~._tls.make_certificates` in
+``folder/tls``; the client's are ``folder/tls/client``), unless ``plain_tcp``. Run as root (a CI
+container), its workers are told that root is allowed here (``LECTURES_GRADING_WORKER_AS_ROOT``).
 """
 
 from __future__ import annotations
@@ -17,18 +20,25 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from course_tools.grading._cluster import WORKER_AS_ROOT_ENV
+from course_tools.grading._tls import ROLES, dask_options, make_certificates
+from course_tools.grading._tls import security as tls_security
+
 DASK = Path(sys.executable).parent / "dask"  # the dask command of this environment
 
 
-def _start(command: list[str], cwd: Path, log: Path | None) -> subprocess.Popen:
+def _start(command: list[str], cwd: Path, log: Path | None,
+           env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=log.open("wb") if log else subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
 
 
 @contextmanager
-def local_cluster(workers: int, folder: Path, *, timeout: float = 300.0, logs: bool = True):
-    """Yield ``(address, [scheduler, worker, ...])``: the scheduler's ``tcp://127.0.0.1:PORT``
+def local_cluster(workers: int, folder: Path, *, timeout: float = 300.0, logs: bool = True,
+                  plain_tcp: bool = False, worker_env: dict | None = None):
+    """Yield ``(address, [scheduler, worker, ...])``: the scheduler's ``tls://127.0.0.1:PORT``
+    (``tcp://`` with ``plain_tcp``)
     once ``workers`` workers (one thread each, no nanny: a killed worker stays dead) joined it.
     Logs go to ``folder/scheduler.log`` and ``folder/workerN.log`` (``logs=False``: nowhere)."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
@@ -39,9 +49,18 @@ def local_cluster(workers: int, folder: Path, *, timeout: float = 300.0, logs: b
     def log(name: str) -> Path | None:
         return folder / f"{name}.log" if logs else None
 
+    security, options = None, {role: [] for role in ROLES}
+    if not plain_tcp:
+        made = make_certificates(folder / "tls")
+        security = tls_security(made["client"])
+        options = {role: ["--protocol", "tls", *dask_options(made[role])] if role == "scheduler"
+                   else dask_options(made[role]) for role in ROLES}
+    env = dict(os.environ, **(worker_env or {}))
+    if os.geteuid() == 0:
+        env.setdefault(WORKER_AS_ROOT_ENV, "unsafe")  # this one machine, for tests
     processes = [_start([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                         "--no-dashboard", "--scheduler-file", str(address_file)],
-                        folder, log("scheduler"))]
+                         "--no-dashboard", "--scheduler-file", str(address_file),
+                         *options["scheduler"]], folder, log("scheduler"))]
     try:
         end = time.monotonic() + timeout
         while not address_file.exists() or not address_file.read_text().strip():
@@ -50,11 +69,12 @@ def local_cluster(workers: int, folder: Path, *, timeout: float = 300.0, logs: b
             time.sleep(0.2)
         address = json.loads(address_file.read_text())["address"]
         processes += [_start([str(DASK), "worker", address, "--host", "127.0.0.1", "--nthreads",
-                              "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}"],
-                             folder, log(f"worker{i}")) for i in range(workers)]
+                              "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}",
+                              *options["worker"]], folder, log(f"worker{i}"), env)
+                      for i in range(workers)]
         from distributed import Client
 
-        with Client(address, timeout=60) as client:
+        with Client(address, timeout=60, security=security) as client:
             client.wait_for_workers(workers, timeout=timeout)
         yield address, processes
     finally:

@@ -132,8 +132,12 @@ def cluster(tmp_path_factory):
     psutil = pytest.importorskip("psutil")
     here = tmp_path_factory.mktemp("cluster")
     with local_cluster(2, here, timeout=180) as (address, processes):
-        assert address.startswith("tcp://127.0.0.1:"), address
+        assert address.startswith("tls://127.0.0.1:"), address  # mutual TLS, as the README's
         yield address, [psutil.Process(w.pid) for w in processes[1:]], here
+
+
+def _tls(cluster) -> list[str]:
+    return ["--tls", str(cluster[2] / "tls" / "client")]
 
 
 def _grade(args: list[str], output: Path, cwd: Path) -> subprocess.Popen:
@@ -159,7 +163,8 @@ def test_a_worker_killed_mid_batch_loses_nothing(cluster, tmp_path):
     folder = tmp_path / "submissions"
     folder.mkdir()
     names = _batch(folder)
-    run = _grade([str(folder), "--scheduler", address], tmp_path / "cluster.jsonl", tmp_path)
+    run = _grade([str(folder), "--scheduler", address, *_tls(cluster)], tmp_path / "cluster.jsonl",
+                 tmp_path)
     victim, killed_at = workers[0], None
     end = time.monotonic() + 600
     while run.poll() is None and time.monotonic() < end:
@@ -196,8 +201,8 @@ def test_a_worker_with_another_secret_stops_the_batch_before_any_gradebook(clust
     secret = tmp_path / "secret"
     secret.write_bytes(os.urandom(32))
     book = tmp_path / "book.jsonl"
-    run = _grade([str(folder), "--scheduler", address, "--secret-file", str(secret), "--quiet"],
-                 book, tmp_path)
+    run = _grade([str(folder), "--scheduler", address, *_tls(cluster), "--secret-file",
+                  str(secret), "--quiet"], book, tmp_path)
     _, err = run.communicate(timeout=300)
     assert run.returncode == 2, err[-2000:]
     assert "WorkerRefused" in err and "public probes" in err and "LECTURES_GRADING_SECRET_FILE" \
@@ -211,7 +216,8 @@ def test_without_distributed_installed_the_message_says_what_to_install(tmp_path
     nbformat.write(_submission("empty"), folder / f"dan_{NAME}.ipynb")
     code = ("import sys; sys.modules['distributed'] = None; "
             "from course_tools.grading import main; "
-            f"raise SystemExit(main([{str(folder)!r}, '--scheduler', 'tcp://127.0.0.1:9']))")
+            f"raise SystemExit(main([{str(folder)!r}, '--scheduler', 'tcp://127.0.0.1:9', "
+            "'--insecure-plain-tcp-anyone-can-run-code']))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, cwd=tmp_path)
     assert result.returncode == 2
@@ -227,6 +233,109 @@ def test_a_scheduler_address_that_is_not_one_is_refused_by_name(tmp_path):
                             timeout=120, cwd=tmp_path)
     assert result.returncode == 2
     assert "scheduler must be" in result.stderr and "127.0.0.1:8786" in result.stderr
+
+
+def _connect(address: str, security) -> str:
+    """How a client with ``security`` fares against the cluster: "connected" or the error."""
+    from distributed import Client
+
+    try:
+        with Client(address, timeout=15, security=security) as client:
+            client.run(os.getpid)  # what an attacker would do: run code on every worker
+            return "connected"
+    except Exception as error:  # refused: a TLS handshake error, a timeout
+        return f"{type(error).__name__}: {error}"
+
+
+def test_the_cluster_refuses_a_client_without_the_courses_certificate(cluster, tmp_path):
+    """Cause 2 of issue 38: only a client holding a certificate of the course's authority may
+    run code on the workers; without one, with one of another authority, or in plain tcp, the
+    scheduler refuses (the attacker's client ran code as root on a tcp:// worker)."""
+    from distributed.security import Security
+
+    from course_tools.grading._tls import make_certificates, security
+
+    address, _, here = cluster
+    mine = here / "tls" / "client"
+    assert _connect(address, security(mine)) == "connected"  # the control: the instructor
+    other = make_certificates(tmp_path / "other")["client"]
+    attempts = {
+        "no certificate": Security(tls_ca_file=str(mine / "ca.pem"), require_encryption=True),
+        "another authority's certificate": Security(
+            tls_ca_file=str(mine / "ca.pem"), tls_client_cert=str(other / "cert.pem"),
+            tls_client_key=str(other / "key.pem"), require_encryption=True),
+    }
+    for what, attempt in attempts.items():
+        assert _connect(address, attempt) != "connected", what
+    plain = "tcp://" + address.split("://", 1)[1]
+    assert _connect(plain, None) != "connected", "plain tcp"
+
+
+def test_a_tcp_scheduler_is_refused_unless_the_insecure_flag_names_the_risk(tmp_path):
+    """Cause 2: ``grade --scheduler tcp://...`` is refused before anything is sent, naming the
+    route (tls://, --tls, grading-tls) and the flag; so is tls:// without the client's
+    certificates, and any other protocol; the flag lets tcp:// through (to a closed port here:
+    the connection error, not the refusal)."""
+    pytest.importorskip("distributed", reason="distributed (pip install 'lectures-lib[cluster]')")
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    nbformat.write(_submission("empty"), folder / f"dan_{NAME}.ipynb")
+
+    def grade(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "lectures_lib", "grade", str(folder),
+                               "--quiet", *args], capture_output=True, text=True, timeout=180,
+                              cwd=tmp_path)
+
+    for scheduler in ("tcp://127.0.0.1:9", "ws://127.0.0.1:9", "inproc://x", "ucx://h:1"):
+        refused = grade("--scheduler", scheduler)
+        assert refused.returncode == 2, (scheduler, refused.stderr[-1000:])
+        assert "tls://HOST:PORT" in refused.stderr and "grading-tls" in refused.stderr \
+            and "--insecure-plain-tcp-anyone-can-run-code" in refused.stderr, refused.stderr
+    refused = grade("--scheduler", "tls://127.0.0.1:9")
+    assert refused.returncode == 2 and "--tls DIR/client" in refused.stderr, refused.stderr
+    allowed = grade("--scheduler", "tcp://127.0.0.1:9", "--insecure-plain-tcp-anyone-can-run-code")
+    assert allowed.returncode == 2 and "OSError" in allowed.stderr, allowed.stderr[-1000:]
+    assert "grading-tls" not in allowed.stderr
+
+
+def test_the_certificates_are_private_and_no_authority_key_is_left(tmp_path):
+    from course_tools.grading._tls import ROLES, main
+
+    assert main([str(tmp_path / "tls")]) == 0
+    written = sorted(str(p.relative_to(tmp_path / "tls")) for p in (tmp_path / "tls").rglob("*")
+                     if p.is_file())
+    assert written == sorted(f"{role}/{name}" for role in ROLES
+                             for name in ("ca.pem", "cert.pem", "key.pem"))
+    for role in ROLES:
+        assert (tmp_path / "tls" / role / "key.pem").stat().st_mode & 0o077 == 0
+        assert "PRIVATE KEY" not in (tmp_path / "tls" / role / "ca.pem").read_text()
+    assert (tmp_path / "tls").stat().st_mode & 0o077 == 0
+
+
+def test_a_worker_refuses_to_grade_as_root_or_over_plain_tcp(monkeypatch):
+    """Cause 2: a worker runs whatever its scheduler sends, so it never grades as root (unless
+    told root is fine on a throwaway machine) nor over a plain tcp:// scheduler the client did
+    not allow."""
+    from course_tools.grading import _cluster
+
+    class Scheduler:
+        address = "tcp://10.0.0.1:8786"
+
+    class Worker:
+        scheduler = Scheduler()
+
+    import distributed
+
+    monkeypatch.setattr(distributed, "get_worker", lambda: Worker())
+    monkeypatch.delenv(_cluster.WORKER_AS_ROOT_ENV, raising=False)
+    with pytest.raises(_cluster.WorkerRefused, match="tcp://, which authenticates no one"):
+        _cluster._check_worker_host("w", {"insecure_plain_tcp": False})
+    Scheduler.address = "tls://10.0.0.1:8786"
+    if os.geteuid() == 0:
+        with pytest.raises(_cluster.WorkerRefused, match="runs as root"):
+            _cluster._check_worker_host("w", {"insecure_plain_tcp": False})
+        monkeypatch.setenv(_cluster.WORKER_AS_ROOT_ENV, "unsafe")
+    _cluster._check_worker_host("w", {"insecure_plain_tcp": False})  # accepted
 
 
 # --------------------------------------------------------------------------------------------

@@ -108,19 +108,23 @@ def _group_problem() -> str | None:
 
 
 def limits_problem(allow_root_without_cgroup: bool = False) -> str | None:
-    """``None`` when the sandbox's process limit holds here, else why it does not.
+    """``None`` when the sandbox's limits hold here, else why they do not.
 
-    A cgroup holds for every user; without one the worker's ``RLIMIT_NPROC`` holds for an
-    unprivileged grader only (it counts that user's processes); for root the kernel ignores it."""
+    Only a cgroup bounds a sandbox as a whole: its processes (the kernel ignores
+    ``RLIMIT_NPROC`` for root, and for others it counts the user's processes, not the
+    sandbox's) and its memory (``RLIMIT_AS`` is per process: a cell that forks holds a multiple
+    of it). So a sandbox needs a group of its own, or runs inside a student's group that root
+    made (the class hub's kernels: :func:`cgroups.in_student_group`); otherwise it is refused,
+    for every user, unless ``allow_root_without_cgroup`` (``--unbounded-without-cgroup``)."""
     problem = _group_problem()
-    if problem is None or os.geteuid() != 0 or allow_root_without_cgroup:
+    if problem is None or allow_root_without_cgroup or cgroups.in_student_group():
         return None
-    return ("the grader runs as root, and the kernel does not apply RLIMIT_NPROC to root, so "
-            "only a cgroup can limit a submission's processes, and none can be made here "
-            f"({problem}). Grade as an unprivileged user, or give the grader a writable cgroup "
-            "(cgroup v1 pids and memory, or a delegated cgroup v2), or pass "
-            "--root-without-cgroup (allow_root_without_cgroup=True) to grade with no limit "
-            "on the number of processes")
+    return ("only a cgroup bounds a sandbox's processes and memory as a whole, and none can be "
+            f"made here ({problem}). Give the grader a writable cgroup (as root: cgroup v1 pids "
+            "and memory, or a cgroup v2 delegating them; unprivileged: a delegated cgroup v2, "
+            "e.g. `systemd-run --user --scope -p Delegate=yes`), or pass "
+            "--unbounded-without-cgroup (allow_root_without_cgroup=True) to grade with no "
+            "bound on a submission's processes and total memory")
 
 
 def sandbox_problem(allow_root_without_cgroup: bool = False) -> str | None:

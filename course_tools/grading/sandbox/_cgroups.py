@@ -27,7 +27,7 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["Group", "group_problem"]
+__all__ = ["Group", "group_problem", "in_student_group"]
 
 ROOT = Path("/sys/fs/cgroup")
 PREFIX = "lectures-sandbox-"
@@ -48,15 +48,16 @@ def _own_path(hierarchy: str) -> str | None:
     return None
 
 
-def _parents() -> tuple[str, dict[str, Path]] | tuple[None, str]:
+def _parents(controllers: tuple[str, ...] = ("pids", "memory")
+             ) -> tuple[str, dict[str, Path]] | tuple[None, str]:
     """("v1" or "v2", {controller: the folder new groups are made in}) or (None, why not)."""
     v1 = {}
-    for controller in ("pids", "memory"):
+    for controller in controllers:
         own = _own_path(controller)
         folder = ROOT / controller / (own or "/").lstrip("/")
         if own is not None and (folder / "cgroup.procs").exists():
             v1[controller] = folder
-    if len(v1) == 2:
+    if len(v1) == len(controllers):
         if all(os.access(folder, os.W_OK) for folder in v1.values()):
             return "v1", v1
         return None, f"the cgroup folders {', '.join(map(str, v1.values()))} are not writable"
@@ -66,25 +67,27 @@ def _parents() -> tuple[str, dict[str, Path]] | tuple[None, str]:
         if own is None or not (folder / "cgroup.subtree_control").exists():
             continue
         enabled = (folder / "cgroup.subtree_control").read_text().split()
-        missing = {"pids", "memory"} - set(enabled)
+        missing = set(controllers) - set(enabled)
         if missing:
             return None, (f"the cgroup {folder} does not delegate the {', '.join(sorted(missing))} "
                           "controller to its children (cgroup.subtree_control)")
         if not os.access(folder, os.W_OK):
             return None, f"the cgroup {folder} is not writable"
-        return "v2", {"pids": folder, "memory": folder}
-    return None, "no cgroup filesystem with the pids and memory controllers is mounted"
+        return "v2", {controller: folder for controller in controllers}
+    return None, (f"no cgroup filesystem with the {' and '.join(controllers)} controllers is "
+                  "mounted")
 
 
-def group_problem() -> str | None:
-    """``None`` when :class:`Group` can limit processes and memory here, else the reason."""
+def group_problem(cpus: float | None = None) -> str | None:
+    """``None`` when :class:`Group` can limit processes and memory (and CPU, given ``cpus``)
+    here, else the reason."""
     if not os.uname().sysname == "Linux":
         return "cgroups need Linux"
-    version, found = _parents()
+    version, found = _parents(_controllers(cpus))
     if version is None:
         return found
     try:  # made, limited, joined by a process (as a sandbox will be), removed
-        group = Group(processes=4, memory_bytes=2**26)
+        group = Group(processes=4, memory_bytes=2**26, cpus=cpus)
         try:
             subprocess.run(["true"], preexec_fn=group.join, check=True, timeout=30)
         finally:
@@ -104,33 +107,67 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class Group:
-    """One cgroup (v1: one per controller) limiting ``processes`` and ``memory_bytes``."""
+def _controllers(cpus: float | None) -> tuple[str, ...]:
+    return ("pids", "memory") if cpus is None else ("pids", "memory", "cpu")
 
-    def __init__(self, *, processes: int, memory_bytes: int) -> None:
-        version, parents = _parents()
+
+def in_student_group() -> bool:
+    """Whether this process is in a student's group (:meth:`Group.for_student`, made by root:
+    its processes and memory bounded), for every controller."""
+    return all((_own_path(controller) or "").rsplit("/", 1)[-1].startswith(STUDENT_PREFIX)
+               for controller in ("pids", "memory"))
+
+
+STUDENT_PREFIX = "lectures-student-"
+PERIOD_US = 100_000  # the CPU quota's period
+
+
+class Group:
+    """One cgroup (v1: one per controller) limiting ``processes`` and ``memory_bytes`` (and
+    the CPU to ``cpus`` cores). ``name``: a stable group, reused if it exists (a student's:
+    :meth:`for_student`); by default a new one per object."""
+
+    def __init__(self, *, processes: int, memory_bytes: int, cpus: float | None = None,
+                 name: str | None = None) -> None:
+        version, parents = _parents(_controllers(cpus))
         if version is None:
             raise OSError(parents)
         self.version = version
-        _COUNTER[0] += 1
-        name = f"{PREFIX}{os.getpid()}-{_COUNTER[0]}-{os.urandom(3).hex()}"
+        if name is None:
+            _COUNTER[0] += 1
+            name = f"{PREFIX}{os.getpid()}-{_COUNTER[0]}-{os.urandom(3).hex()}"
         self.folders: list[Path] = []
         try:
-            for controller in ("pids", "memory"):
+            for controller in _controllers(cpus):
                 parent = parents[controller]
                 _remove_stale(parent)
                 folder = parent / name
                 if folder not in self.folders:
-                    folder.mkdir()
+                    folder.mkdir(exist_ok=name.startswith(STUDENT_PREFIX))
                     self.folders.append(folder)
-                self._limit(controller, folder, processes, memory_bytes)
+                self._limit(controller, folder, processes, memory_bytes, cpus)
         except OSError:
             self.close()
             raise
         self._procs = [str(folder / "cgroup.procs") for folder in self.folders]
 
-    def _limit(self, controller: str, folder: Path, processes: int, memory_bytes: int) -> None:
-        if controller == "pids":
+    @classmethod
+    def for_student(cls, username: str, *, processes: int, memory_bytes: int,
+                    cpus: float) -> Group:
+        """The group of one student's server and all it starts (made by root for the hub)."""
+        return cls(processes=processes, memory_bytes=memory_bytes, cpus=cpus,
+                   name=f"{STUDENT_PREFIX}{username}")
+
+    def _limit(self, controller: str, folder: Path, processes: int, memory_bytes: int,
+               cpus: float | None = None) -> None:
+        if controller == "cpu":
+            quota = max(1000, int(cpus * PERIOD_US))
+            if self.version == "v2":
+                (folder / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+            else:
+                (folder / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+                (folder / "cpu.cfs_quota_us").write_text(str(quota))
+        elif controller == "pids":
             (folder / "pids.max").write_text(str(int(processes)))
         elif self.version == "v2":
             (folder / "memory.max").write_text(str(int(memory_bytes)))

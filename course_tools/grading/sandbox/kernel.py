@@ -257,9 +257,41 @@ def _sandbox_root(info: int, kernel: subprocess.Popen, seconds: float = 60.0) ->
     raise RuntimeError(f"bubblewrap did not report the sandbox's process ({data[:200]!r})")
 
 
+SLOTS_ENV = "LECTURES_KERNEL_SLOTS"  # set by the class hub: the student's kernel slots
+
+
+def take_slot() -> tuple[int | None, str]:
+    """(a locked slot's file descriptor, "") where ``$LECTURES_KERNEL_SLOTS`` names a folder of
+    slot files (:func:`~lectures_lib.tooling.hub.kernel_slots`) and one is free; (None, why
+    not) where none is; (None, "") without the variable (no cap: nbgrader's kernels). The lock
+    lasts as long as this process: a kernel that ends frees its slot."""
+    import fcntl
+
+    folder = os.environ.get(SLOTS_ENV)
+    if not folder:
+        return None, ""
+    slots = sorted(Path(folder).glob("slot-*"))
+    for slot in slots:
+        try:
+            fd = os.open(slot, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd, ""
+        except OSError:
+            os.close(fd)
+    return None, (f"you already run {len(slots)} kernel(s), the most one student may: shut one "
+                  "down (Kernel > Shut Down Kernel, or the Running panel) and try again")
+
+
 def _launch(connection_file: str) -> int:
     """Outside the sandbox (started by Jupyter in the notebook's folder): start the kernel in
     bubblewrap and relay its channels until it ends."""
+    slot, refused = take_slot()  # held (open) until this launcher ends; first: it is quick
+    if refused:
+        print(f"lectures-sandbox kernel: not started: {refused}", file=sys.stderr)
+        return 1
     problem = sandbox_problem()
     if problem:
         print(f"lectures-sandbox kernel: refusing to start without a sandbox: {problem}. "
