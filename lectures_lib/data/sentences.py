@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from ..utils import check_non_negative_int, check_path, check_positive_int, check_seed
 from .translation import PAD_ID, Vocab
 
 __all__ = [
@@ -73,6 +74,22 @@ ATTRIBUTION = (
 )
 UNK, UNK_ID = "<unk>", 3
 TAGS = ("B", "M", "E", "S")  # Begin, Middle, End of a word; Single-character word
+
+
+# Validators, called once at the door of each public function.
+def _check_text(text: object, name: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str, got {type(text).__name__} ({text!r:.60})")
+    return text
+
+
+def _check_tokens(tokens: object, name: str) -> list[str]:
+    """A list (or tuple) of non-empty strings."""
+    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)) or not all(
+        isinstance(t, str) and t for t in tokens
+    ):
+        raise TypeError(f"{name} must be a list of non-empty strings, got {tokens!r:.80}")
+    return list(tokens)
 
 
 @dataclass(frozen=True)
@@ -191,7 +208,7 @@ def load_sentences(path: str | Path | None = None) -> list[SentencePair]:
     """
     if path is None:
         return list(_load_installed())
-    return _pairs(json.loads(_checked_bytes(Path(path))))
+    return _pairs(json.loads(_checked_bytes(check_path(path, "path"))))
 
 
 @lru_cache(maxsize=1)
@@ -251,6 +268,8 @@ def _draw(pairs: Sequence[SentencePair], rng: random.Random, sizes: Sequence[int
 
 
 def _check_sizes(pairs: Sequence[SentencePair], **sizes: int) -> None:
+    if not all(isinstance(p, SentencePair) for p in pairs):
+        raise TypeError("pairs must be SentencePair records (from load_sentences)")
     for name, size in sizes.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"{name} must be a positive int, got {size!r}")
@@ -271,8 +290,7 @@ def split_sentences(
     exceed its size by the last group it takes (a few pairs)."""
     pairs = load_sentences() if pairs is None else list(pairs)
     _check_sizes(pairs, n_valid=n_valid, n_test=n_test)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = check_seed(seed)
     test, valid, train = _draw(pairs, random.Random(seed), [n_test, n_valid])
     return SentenceSplits(train=train, valid=valid, test=test)
 
@@ -284,8 +302,8 @@ def secret_split(
     ``secret`` (the data are public, so a fixed test split could be trained on); ``train`` is
     every other pair. The same secret always gives the same split; without it, the test pairs
     cannot be told from the training pairs."""
-    if not isinstance(secret, str) or not secret:
-        raise ValueError(f"secret must be a non-empty string, got {type(secret).__name__}")
+    if not _check_text(secret, "secret"):
+        raise ValueError("secret must be a non-empty string, got ''")
     pairs = load_sentences() if pairs is None else list(pairs)
     _check_sizes(pairs, n_test=n_test)
     digest = hashlib.sha256(f"{PACKAGE}=={PACKAGE_VERSION}\n{secret}".encode()).digest()
@@ -302,12 +320,14 @@ _ENGLISH_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]")
 
 def chinese_characters(text: str) -> list[str]:
     """One token per character (spaces dropped): ``"你好。" -> ["你", "好", "。"]``."""
+    text = _check_text(text, "text")
     return [c for c in text if not c.isspace()]
 
 
 def english_words(text: str) -> list[str]:
     """Lowercased words, each punctuation mark a token of its own:
     ``"Hello, I'm Li." -> ["hello", ",", "i'm", "li", "."]``."""
+    text = _check_text(text, "text")
     return _ENGLISH_TOKEN.findall(text.lower().replace("\u2019", "'"))
 
 
@@ -318,6 +338,8 @@ class SentenceVocab(Vocab):
     unk_id = UNK_ID
 
     def __init__(self, tokens: Iterable[str]) -> None:
+        if isinstance(tokens, str) or not isinstance(tokens, Iterable):
+            raise TypeError(f"tokens must be a list of token strings, got {tokens!r:.60}")
         super().__init__([UNK, *tokens])
 
     def encode(self, tokens, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
@@ -330,8 +352,8 @@ class SentenceVocab(Vocab):
 def build_vocab(token_lists: Iterable[Sequence[str]], min_count: int = 1) -> SentenceVocab:
     """The tokens that occur at least ``min_count`` times, most frequent first (ties in order of
     first appearance), after ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>``."""
-    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
-        raise ValueError(f"min_count must be a positive int, got {min_count!r}")
+    min_count = check_positive_int(min_count, "min_count")
+    token_lists = [_check_tokens(tokens, "token_lists[i]") for tokens in token_lists]
     counts = Counter(token for tokens in token_lists for token in tokens)
     return SentenceVocab(t for t, n in counts.most_common() if n >= min_count)
 
@@ -339,7 +361,14 @@ def build_vocab(token_lists: Iterable[Sequence[str]], min_count: int = 1) -> Sen
 def pad_batch(rows: Sequence[Sequence[int]], width: int | None = None) -> torch.Tensor:
     """``(len(rows), width)`` int64 ids, each row followed by ``<pad>`` (0); default width: the
     longest row."""
-    width = max(map(len, rows)) if width is None else width
+    if not rows or not all(
+        isinstance(r, (list, tuple)) and all(isinstance(i, int) for i in r) for r in rows
+    ):
+        raise TypeError(f"rows must be a non-empty list of lists of token ids, got {rows!r:.80}")
+    longest = max(map(len, rows))
+    width = longest if width is None else check_non_negative_int(width, "width")
+    if width < longest:
+        raise ValueError(f"width must be >= the longest row ({longest}), got {width}")
     return torch.tensor([list(r) + [PAD_ID] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
@@ -352,7 +381,7 @@ def bmes_tags(words: Iterable[str]) -> list[str]:
     """One tag per character: ``S`` a one-character word, else ``B`` (begin), ``M`` (middle),
     ``E`` (end): ``["老师", "您", "好"] -> ["B", "E", "S", "S"]``."""
     tags = []
-    for word in words:
+    for word in _check_tokens(words, "words"):
         tags += ["S"] if len(word) == 1 else ["B", *["M"] * (len(word) - 2), "E"]
     return tags
 
@@ -360,8 +389,11 @@ def bmes_tags(words: Iterable[str]) -> list[str]:
 def words_from_tags(characters: Sequence[str], tags: Sequence[str]) -> list[str]:
     """The words that the tags cut ``characters`` into: a word ends after ``E`` or ``S`` and
     before ``B`` or ``S`` (so any tag sequence gives a segmentation, well-formed or not)."""
+    characters, tags = _check_tokens(characters, "characters"), _check_tokens(tags, "tags")
     if len(characters) != len(tags):
         raise ValueError(f"one tag per character: {len(characters)} characters, {len(tags)} tags")
+    if set(tags) - set(TAGS):
+        raise ValueError(f"tags must be among {TAGS}, got {sorted(set(tags) - set(TAGS))}")
     words: list[str] = []
     for i, (character, tag) in enumerate(zip(characters, tags)):
         starts = i == 0 or tag in ("B", "S") or tags[i - 1] in ("E", "S")
@@ -375,7 +407,11 @@ def words_from_tags(characters: Sequence[str], tags: Sequence[str]) -> list[str]
 def max_match(text: str, lexicon: set[str] | frozenset[str], max_word: int | None = None) -> list[str]:
     """Forward maximum matching, the dictionary baseline of segmentation: from left to right,
     take the longest word of ``lexicon`` that starts here (one character if none does)."""
-    max_word = max_word or max(map(len, lexicon), default=1)
+    text = _check_text(text, "text")
+    if not isinstance(lexicon, (set, frozenset)):
+        raise TypeError(f"lexicon must be a set of words, got {type(lexicon).__name__}")
+    max_word = check_positive_int(max_word, "max_word") if max_word is not None else max(
+        map(len, lexicon), default=1)
     words, start = [], 0
     while start < len(text):
         for length in range(min(max_word, len(text) - start), 0, -1):
@@ -398,7 +434,11 @@ def segmentation_f1(predicted: Iterable[Sequence[str]], gold: Iterable[Sequence[
     """Word F1 over a corpus: a predicted word is right when the gold segmentation has a word
     at the same characters (precision = right / predicted words, recall = right / gold words)."""
     right = n_predicted = n_gold = 0
-    for p, g in zip(predicted, gold, strict=True):
+    predicted, gold = list(predicted), list(gold)
+    if len(predicted) != len(gold):
+        raise ValueError(f"one prediction per gold sentence: {len(predicted)} vs {len(gold)}")
+    for p, g in zip(predicted, gold):
+        p, g = _check_tokens(p, "predicted[i]"), _check_tokens(g, "gold[i]")
         if "".join(p) != "".join(g):
             raise ValueError(f"predicted and gold words cover different text: {p} vs {g}")
         p_spans, g_spans = _spans(p), _spans(g)
