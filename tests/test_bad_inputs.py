@@ -781,6 +781,33 @@ from lectures_lib import predict  # noqa: E402
 ROWS += [
     R(predict.after_prediction, "a prediction that is not a function", lambda: predict.after_prediction("my guess", lambda: None), TypeError, "prediction must be a function"),
     R(predict.after_prediction, "an experiment that is not a function", lambda: predict.after_prediction(lambda: "x", None), TypeError, "experiment must be a function"),
+
+# Issue 39: section 08's real sentences.
+from lectures_lib.data import sentences  # noqa: E402
+
+ROWS += [
+    R(sentences.load_sentences, "path an int", lambda: sentences.load_sentences(3), TypeError, "path must be a path"),
+    R(sentences.split_sentences, "n_test 0", lambda: sentences.split_sentences(n_test=0), ValueError, "n_test must be a positive int"),
+    R(sentences.split_sentences, "everything for testing", lambda: sentences.split_sentences(n_test=5000), ValueError, "leaves no training pairs"),
+    R(sentences.split_sentences, "a float seed", lambda: sentences.split_sentences(seed=0.5), TypeError, "seed must be an int"),
+    R(sentences.split_sentences, "pairs of strings", lambda: sentences.split_sentences(["a", "b"]), TypeError, "pairs must be SentencePair records"),
+    R(sentences.secret_split, "an empty secret", lambda: sentences.secret_split(""), ValueError, "secret must be a non-empty string"),
+    R(sentences.secret_split, "a secret not a str", lambda: sentences.secret_split(1234), TypeError, "secret must be a str"),
+    R(sentences.chinese_characters, "a list", lambda: sentences.chinese_characters(["你好"]), TypeError, "text must be a str"),
+    R(sentences.english_words, "None", lambda: sentences.english_words(None), TypeError, "text must be a str"),
+    R(sentences.SentenceVocab, "an int", lambda: sentences.SentenceVocab(3), TypeError, "tokens must be a list of token strings"),
+    R(sentences.SentenceVocab, "<unk> given again", lambda: sentences.SentenceVocab(["<unk>"]), ValueError, "tokens must be unique"),
+    R(sentences.build_vocab, "min_count 0", lambda: sentences.build_vocab([["a"]], min_count=0), ValueError, "min_count must be >= 1"),
+    R(sentences.build_vocab, "a string per sentence", lambda: sentences.build_vocab(["a b"]), TypeError, "token_lists[i] must be a list of non-empty strings"),
+    R(sentences.pad_batch, "width too small", lambda: sentences.pad_batch([[4, 5, 6]], width=2), ValueError, "width must be >= the longest row (3)"),
+    R(sentences.pad_batch, "rows of strings", lambda: sentences.pad_batch([["a"]]), TypeError, "rows must be a non-empty list of lists of token ids"),
+    R(sentences.bmes_tags, "a sentence, not its words", lambda: sentences.bmes_tags("老师好"), TypeError, "words must be a list of non-empty strings"),
+    R(sentences.words_from_tags, "a tag too few", lambda: sentences.words_from_tags(["我", "们"], ["B"]), ValueError, "one tag per character: 2 characters, 1 tags"),
+    R(sentences.words_from_tags, "an unknown tag", lambda: sentences.words_from_tags(["我", "们"], ["B", "X"]), ValueError, "tags must be among"),
+    R(sentences.max_match, "a list lexicon", lambda: sentences.max_match("老师", ["老师"]), TypeError, "lexicon must be a set of words"),
+    R(sentences.max_match, "max_word 0", lambda: sentences.max_match("老师", {"老师"}, 0), ValueError, "max_word must be >= 1"),
+    R(sentences.segmentation_f1, "another text", lambda: sentences.segmentation_f1([["老师"]], [["老", "帅"]]), ValueError, "cover different text"),
+    R(sentences.segmentation_f1, "fewer predictions", lambda: sentences.segmentation_f1([], [["老师"]]), ValueError, "one prediction per gold sentence"),
 ]
 
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
@@ -814,6 +841,8 @@ NO_ROW: dict[str, str] = {
     "course_tools.grading.SandboxRefused": "an exception class: the library raises it",
     "course_tools.grading.clean_text": "accepts any object (str() of it)",
     "course_tools.publish.exercises.exercise_cells": "accepts any object: malformed cells and "
+    "lectures_lib.data.sentences.SentencePair": "a record load_sentences fills",
+    "lectures_lib.data.sentences.SentenceSplits": "a record split_sentences fills",
     "notebooks (hostile submissions) give no cells rather than an error",
     "course_tools.publish.exercises.MarkerError": "an exception class: the library raises it",
     "course_tools.publish.exercises.Region": "a record find_regions fills",

@@ -66,9 +66,9 @@ def test_grade_outside_a_clone_finds_the_course_the_wheel_ships(wheel_python, tm
     # a submission: the course's own answers with nbgrader's ids, from the wheel by `source`
     # (the notebook named from the installed course, not a path)
     submitted = tmp_path / "submitted" / "s1"
-    _run([str(wheel_python), "-m", "lectures_lib", "source", "01_self_attention",
+    _run([str(wheel_python), "-m", "course_tools", "source", "01_self_attention",
           str(submitted)], cwd=tmp_path, env=env)
-    result = subprocess.run([str(wheel_python), "-m", "lectures_lib", "grade",
+    result = subprocess.run([str(wheel_python), "-m", "course_tools", "grade",
                              str(submitted / "01_self_attention.ipynb"), "--format", "json",
                              "--quiet"], capture_output=True, text=True, cwd=tmp_path, env=env,
                             timeout=600)
@@ -81,7 +81,7 @@ def test_grade_outside_a_clone_finds_the_course_the_wheel_ships(wheel_python, tm
 def test_release_reads_the_installed_course(wheel_python, tmp_path):
     venv = wheel_python.parent.parent
     env = _clean_env(venv)
-    _run([str(wheel_python), "-m", "lectures_lib", "release", "zh-Hant/01_self_attention",
+    _run([str(wheel_python), "-m", "course_tools", "release", "zh-Hant/01_self_attention",
           str(tmp_path / "release")], cwd=tmp_path, env=env)
     released = (tmp_path / "release" / "01_self_attention.ipynb").read_text()
     assert "NotImplementedError" in released and "BEGIN HIDDEN TESTS" not in released
@@ -99,13 +99,13 @@ def test_remove_class_removes_only_the_users_the_hub_created(tmp_path):
     try:
         (tmp_path / "class.csv").write_text(f"username,language\n{made},en\n{theirs},zh-TW\n")
         hub_dir = tmp_path / "hub"
-        _run([sys.executable, "-m", "lectures_lib", "hub", str(tmp_path / "class.csv"), "--dir",
+        _run([sys.executable, "-m", "course_tools", "hub", str(tmp_path / "class.csv"), "--dir",
               str(hub_dir), "--create-users", "--config-only", "--admin", "teacher"],
              cwd=tmp_path)
         home = Path(pwd.getpwnam(made).pw_dir)
         assert home.is_dir()
         assert set(json.loads((hub_dir / "created-users.json").read_text())) == {made}
-        out = _run([sys.executable, "-m", "lectures_lib", "hub", "remove-class", str(hub_dir),
+        out = _run([sys.executable, "-m", "course_tools", "hub", "remove-class", str(hub_dir),
                     "--remove-homes"], cwd=tmp_path).stdout
         assert f"removed users: {made} (and their homes)" in out, out
         assert f"kept (not created by this hub): {theirs}" in out, out

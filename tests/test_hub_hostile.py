@@ -1,6 +1,6 @@
 """The class hub against a hostile student (issue 38): real Unix users, a real hub, Chromium.
 
-``python -m lectures_lib hub`` starts JupyterHub on 127.0.0.1 for a class of real Unix users
+``python -m course_tools hub`` starts JupyterHub on 127.0.0.1 for a class of real Unix users
 (created here, removed afterwards), as ``tests/test_hub_browser.py`` does; each test is one
 attack a student made, through their own login, and what must refuse it. Skips as
 ``test_hub_browser.py`` does, naming what is missing.
@@ -55,7 +55,7 @@ def hub():
     port = _free_ports()
     log = (folder / "hub.log").open("w")
     server = subprocess.Popen(
-        [str(python), "-m", "lectures_lib", "hub", str(class_list), "--dir",
+        [str(python), "-m", "course_tools", "hub", str(class_list), "--dir",
          str(folder / "hub"), "--port", str(port), "--create-users",
          "--memory-per-student", str(MEMORY_GIB), "--processes-per-student", str(PROCESSES),
          "--cpus-per-student", str(CPUS), "--kernels-per-student", str(KERNELS),

@@ -48,7 +48,7 @@ def _log_in(url: str, name: str, password: str) -> tuple[requests.Session, reque
 
 
 def _status(python: Path, hub_dir: Path) -> dict:
-    result = subprocess.run([str(python), "-m", "lectures_lib", "hub", "status", str(hub_dir),
+    result = subprocess.run([str(python), "-m", "course_tools", "hub", "status", str(hub_dir),
                              "--json"], capture_output=True, text=True, cwd=hub_dir.parent)
     assert result.returncode == 0, result.stderr[-3000:]
     return {row["student"]: row for row in json.loads(result.stdout)}
@@ -66,7 +66,7 @@ def test_idle_servers_are_culled_the_instructor_gets_the_admin_page_and_the_clas
     port = _free_ports()
     log = (folder / "hub.log").open("w")
     server = subprocess.Popen(
-        [str(python), "-m", "lectures_lib", "hub", str(folder / "class.csv"), "--dir",
+        [str(python), "-m", "course_tools", "hub", str(folder / "class.csv"), "--dir",
          str(hub_dir), "--port", str(port), "--create-users", "--admin", "teacher",
          "--idle-timeout", "20"],
         cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -109,7 +109,7 @@ def test_idle_servers_are_culled_the_instructor_gets_the_admin_page_and_the_clas
     try:
         subprocess.run(["pkill", "-KILL", "-u", STUDENT], capture_output=True)
         time.sleep(1)
-        out = subprocess.run([str(python), "-m", "lectures_lib", "hub", "remove-class",
+        out = subprocess.run([str(python), "-m", "course_tools", "hub", "remove-class",
                               str(hub_dir), "--remove-homes"], capture_output=True, text=True,
                              cwd=folder)
         assert out.returncode == 0, out.stderr

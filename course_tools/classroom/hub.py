@@ -221,7 +221,7 @@ def student_group(username: str, limits: StudentLimits):
 def kernel_slots(hub_dir: Path, username: str, kernels: int) -> Path:
     """The student's ``kernels`` slot files (the student's, 0600, in a folder of root's that
     they cannot add to): each running kernel's launcher holds one locked
-    (:func:`~lectures_lib.tooling.sandbox_kernel.take_slot`), so no more run at once."""
+    (:func:`~course_tools.grading.sandbox.kernel.take_slot`), so no more run at once."""
     import pwd
 
     record = pwd.getpwnam(username)

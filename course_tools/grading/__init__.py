@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                         "its fingerprint is sent. Needs `pip install 'lectures-lib[cluster]'`")
     parser.add_argument("--tls", type=Path, default=None, metavar="DIR/client",
                         help="the client's certificate folder (ca.pem, cert.pem, key.pem) that "
-                        "`python -m lectures_lib grading-tls DIR` writes")
+                        "`python -m course_tools grading-tls DIR` writes")
     parser.add_argument("--insecure-plain-tcp-anyone-can-run-code", action="store_true",
                         dest="insecure_plain_tcp",
                         help="allow a tcp:// scheduler (UNSAFE: it authenticates no one; anyone "

@@ -29,7 +29,7 @@ can read it in no way. The course's version is checked the same way (a fingerpri
 library's files and of the course's notebooks): a worker with another version refuses.
 
 What the cluster must be. A Dask scheduler runs whatever code a client sends it, so the cluster
-speaks mutual TLS (:mod:`._tls`: ``python -m lectures_lib grading-tls DIR`` makes the authority
+speaks mutual TLS (:mod:`._tls`: ``python -m course_tools grading-tls DIR`` makes the authority
 and the certificates): the scheduler and the workers accept only peers holding one, and the
 client refuses a ``tcp://`` scheduler unless ``insecure_plain_tcp``. A worker refuses every task
 when it reached its scheduler over plain tcp that the client did not allow, and when it runs as
@@ -190,7 +190,7 @@ def _check_worker_host(where: str, options: dict) -> None:
             "insecure_plain_tcp"):
         raise WorkerRefused(f"{where} reached its scheduler over {address.split('://')[0]}://, "
                             "which authenticates no one: start it with tls:// "
-                            "(`python -m lectures_lib grading-tls`)")
+                            "(`python -m course_tools grading-tls`)")
     if os.geteuid() == 0 and os.environ.get(WORKER_AS_ROOT_ENV) != "unsafe":
         raise WorkerRefused(
             f"{where} runs as root: a worker runs what its scheduler sends, so run it as an "

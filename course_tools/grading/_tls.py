@@ -1,4 +1,4 @@
-"""Mutual TLS for the grading cluster: ``python -m lectures_lib grading-tls DIR``.
+"""Mutual TLS for the grading cluster: ``python -m course_tools grading-tls DIR``.
 
 Over ``tcp://`` a Dask scheduler authenticates no one: whoever reaches its port (any user of the
 machine, anyone on its network) runs code on every worker, reads the grading secret there and
@@ -11,7 +11,7 @@ client must hold one too (Dask checks both sides: ``ssl.CERT_REQUIRED``).
 
     DIR/scheduler/   for `dask scheduler --protocol tls --tls-ca-file ... --tls-cert ... --tls-key ...`
     DIR/worker/      for `dask worker tls://HOST:8786 --tls-ca-file ... --tls-cert ... --tls-key ...`
-    DIR/client/      for `python -m lectures_lib grade ... --scheduler tls://HOST:8786 --tls DIR/client`
+    DIR/client/      for `python -m course_tools grade ... --scheduler tls://HOST:8786 --tls DIR/client`
 
 The authority's own key is never written: no other certificate can be signed with it later
 (run the command again for a new set, which replaces the old one everywhere). Copy each folder
@@ -120,7 +120,7 @@ def security(folder: Path):
     folder = Path(folder)
     missing = [name for name in FILES if not (folder / name).is_file()]
     if missing:
-        raise ValueError(f"tls must be a folder written by `python -m lectures_lib grading-tls` "
+        raise ValueError(f"tls must be a folder written by `python -m course_tools grading-tls` "
                          f"(ca.pem, cert.pem, key.pem), got {folder} without {', '.join(missing)}")
     return Security(tls_ca_file=str(folder / "ca.pem"), tls_client_cert=str(folder / "cert.pem"),
                     tls_client_key=str(folder / "key.pem"), require_encryption=True)
@@ -143,7 +143,7 @@ def check_scheduler(scheduler: object, tls: object, insecure_plain_tcp: bool):
     if protocol == "tls":
         if tls is None:
             raise ValueError(f"scheduler {scheduler} is tls://: give the client's certificate "
-                             "folder with --tls DIR/client (`python -m lectures_lib grading-tls "
+                             "folder with --tls DIR/client (`python -m course_tools grading-tls "
                              "DIR` writes it)")
         return security(Path(tls))
     if protocol == "tcp" and insecure_plain_tcp:
@@ -161,7 +161,7 @@ def check_scheduler(scheduler: object, tls: object, insecure_plain_tcp: bool):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lectures_lib grading-tls",
+        prog="python -m course_tools grading-tls",
         description="Make the certificate authority and the certificates of a grading "
                     "cluster (mutual TLS: scheduler, workers, client).")
     parser.add_argument("folder", type=Path, help="where to write scheduler/, worker/, client/")
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
           "its role's machine)\n"
           f"  dask scheduler --protocol tls --host HOST --no-dashboard {scheduler}\n"
           f"  dask worker tls://HOST:8786 {worker}\n"
-          f"  python -m lectures_lib grade SUBMISSIONS --scheduler tls://HOST:8786 "
+          f"  python -m course_tools grade SUBMISSIONS --scheduler tls://HOST:8786 "
           f"--tls {made['client']}")
     return 0
 

@@ -282,7 +282,7 @@ def test_a_tcp_scheduler_is_refused_unless_the_insecure_flag_names_the_risk(tmp_
     nbformat.write(_submission("empty"), folder / f"dan_{NAME}.ipynb")
 
     def grade(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "lectures_lib", "grade", str(folder),
+        return subprocess.run([sys.executable, "-m", "course_tools", "grade", str(folder),
                                "--quiet", *args], capture_output=True, text=True, timeout=180,
                               cwd=tmp_path)
 

@@ -262,7 +262,7 @@ SLOTS_ENV = "LECTURES_KERNEL_SLOTS"  # set by the class hub: the student's kerne
 
 def take_slot() -> tuple[int | None, str]:
     """(a locked slot's file descriptor, "") where ``$LECTURES_KERNEL_SLOTS`` names a folder of
-    slot files (:func:`~lectures_lib.tooling.hub.kernel_slots`) and one is free; (None, why
+    slot files (:func:`~course_tools.classroom.hub.kernel_slots`) and one is free; (None, why
     not) where none is; (None, "") without the variable (no cap: nbgrader's kernels). The lock
     lasts as long as this process: a kernel that ends frees its slot."""
     import fcntl
