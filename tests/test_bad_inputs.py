@@ -781,6 +781,7 @@ from lectures_lib import predict  # noqa: E402
 ROWS += [
     R(predict.after_prediction, "a prediction that is not a function", lambda: predict.after_prediction("my guess", lambda: None), TypeError, "prediction must be a function"),
     R(predict.after_prediction, "an experiment that is not a function", lambda: predict.after_prediction(lambda: "x", None), TypeError, "experiment must be a function"),
+]
 
 # Issue 39: section 08's real sentences.
 from lectures_lib.data import sentences  # noqa: E402
@@ -840,9 +841,9 @@ NO_ROW: dict[str, str] = {
     "course_tools.CloneRequired": "an exception class: the library raises it",
     "course_tools.grading.SandboxRefused": "an exception class: the library raises it",
     "course_tools.grading.clean_text": "accepts any object (str() of it)",
-    "course_tools.publish.exercises.exercise_cells": "accepts any object: malformed cells and "
     "lectures_lib.data.sentences.SentencePair": "a record load_sentences fills",
     "lectures_lib.data.sentences.SentenceSplits": "a record split_sentences fills",
+    "course_tools.publish.exercises.exercise_cells": "accepts any object: malformed cells and "
     "notebooks (hostile submissions) give no cells rather than an error",
     "course_tools.publish.exercises.MarkerError": "an exception class: the library raises it",
     "course_tools.publish.exercises.Region": "a record find_regions fills",
