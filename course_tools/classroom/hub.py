@@ -39,26 +39,34 @@ configurable-http-proxy``). The term's operations (the idle culler, an instructo
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
 import hmac
 import json
 import os
-import re
 import secrets
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lectures_lib.languages import normalise_language
+from course_tools.classroom.roster import (  # noqa: F401  (re-exported: the hub's own names)
+    STUDENT_FOLDERS,
+    SUBMIT_LIMIT,
+    USERNAME,
+    Student,
+    _class,
+    _hash,
+    _write_private,
+    read_class_list,
+)
+from course_tools.classroom.submit import (  # noqa: F401  (re-exported: the service's names)
+    BYTES_PER_STUDENT,
+    SUBMISSIONS_PER_STUDENT,
+    serve_submit,
+    submit,
+)
 
-USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 SERVICE = "course-submit"
-SUBMIT_LIMIT = 64 * 2**20  # bytes one submission may carry
-STUDENT_FOLDERS = {"en": "student", "zh-Hans": "student/zh-Hans", "zh-Hant": "student/zh-Hant"}
 CONFIG = '''\
 # JupyterHub for the course, written by `python -m course_tools hub` (course_tools/classroom/hub.py).
 # Run: jupyterhub -f {config}   (as root; the same as `python -m course_tools hub`)
@@ -77,50 +85,6 @@ configure(c, {hub_dir!r}, ip={ip!r}, port={port}, limits={limits!r})
 #     c.LDAPAuthenticator.server_address = "ldap.example.edu"
 #     c.LDAPAuthenticator.bind_dn_template = ["uid={{username}},ou=people,dc=example,dc=edu"]
 '''
-
-
-@dataclass(frozen=True)
-class Student:
-    username: str
-    language: str  # en, zh-Hans or zh-Hant
-
-
-def read_class_list(path: Path) -> list[Student]:
-    """The class list: a CSV with the header ``username,language`` (ValueError naming the row)."""
-    path = Path(path)
-    with path.open(newline="", encoding="utf-8") as file:
-        reader = csv.DictReader(file)
-        if reader.fieldnames is None or {"username", "language"} - set(reader.fieldnames):
-            raise ValueError(f"{path}: the header must be 'username,language', got "
-                             f"{reader.fieldnames}")
-        students, seen = [], set()
-        for row_number, row in enumerate(reader, start=2):
-            name = (row["username"] or "").strip()
-            if not USERNAME.fullmatch(name):
-                raise ValueError(f"{path}, row {row_number}: username must be a Unix user name "
-                                 f"(lower-case letters, digits, _ or -; at most 32), got {name!r}")
-            if name in seen:
-                raise ValueError(f"{path}, row {row_number}: username {name!r} appears twice")
-            try:
-                language = normalise_language((row["language"] or "en").strip() or "en")
-            except ValueError as error:
-                raise ValueError(f"{path}, row {row_number}: {error}") from None
-            seen.add(name)
-            students.append(Student(name, language))
-    if not students:
-        raise ValueError(f"{path}: the class list names no student")
-    return students
-
-
-def _hash(password: str, salt: bytes) -> str:
-    return hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 200_000).hex()
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.chmod(path, 0o600)
 
 
 def prepare(class_list: Path, hub_dir: Path, *, create_users: bool = False) -> dict[str, str]:
@@ -260,11 +224,6 @@ def _spawner_class(limits: StudentLimits):
     return CourseSpawner
 
 
-def _class(hub_dir: Path) -> dict[str, str]:
-    return {row["username"]: row["language"]
-            for row in json.loads((Path(hub_dir) / "class.json").read_text())}
-
-
 def _authenticator_class():
     from jupyterhub.auth import Authenticator
     from traitlets import Unicode
@@ -364,182 +323,6 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
     from course_tools.classroom.operations import configure_operations
 
     configure_operations(c, hub_dir, port=port)  # the culler, the admins, a quiet JupyterLab
-
-
-# Runs as the student (subprocess user=): their notebooks as JSON on stdout, nothing else.
-READER = r"""
-import json, os, sys
-folder, limit, each, found, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), {}, 0
-for name in sorted(os.listdir(folder)):
-    path = os.path.join(folder, name)
-    if name.endswith(".ipynb") and os.path.isfile(path) and not os.path.islink(path):
-        with open(path, encoding="utf-8") as file:
-            found[name] = file.read(each + 1)
-        size += len(found[name])
-        if len(found[name]) > each:
-            sys.exit(f"{name} is larger than {each} bytes, the most a notebook may be")
-        if size > limit:
-            sys.exit("the submission is larger than the limit")
-json.dump(found, sys.stdout)
-"""
-
-
-PARSE_MEMORY = 512 * 2**20  # bytes the process that parses one submission may add
-PARSE_SECONDS = 60.0  # and how long it may take
-SUBMISSIONS_PER_STUDENT = 100  # a student's submissions kept in the exchange, at most
-BYTES_PER_STUDENT = 256 * 2**20  # and their bytes
-
-
-def _quota_left(runs_folder: Path, size: int, submissions: int, max_bytes: int) -> str:
-    """"" when one more submission of ``size`` bytes fits the student's quota, else why not."""
-    runs = sorted(runs_folder.glob("*T*")) if runs_folder.is_dir() else []
-    held = sum(f.stat().st_size for run in runs for f in run.iterdir() if f.is_file())
-    if len(runs) >= submissions:
-        return f"you have submitted {len(runs)} times, the most this class allows"
-    if held + size > max_bytes:
-        return (f"your submissions would hold {(held + size) / 2**20:.1f} MiB, more than this "
-                f"class allows ({max_bytes / 2**20:.0f} MiB)")
-    return ""
-
-
-def _parse_and_write(notebooks: dict, target: Path) -> None:
-    """Parse each notebook (an error for one that is not) and write it into ``target``: in a
-    forked process under the grader's memory cap and a time limit (the pattern of
-    :func:`course_tools.grading._batch._fork_and_grade`), so a crafted notebook that takes
-    hundreds of times its size to parse costs this process nothing."""
-    import signal
-
-    import nbformat  # noqa: F401  (imported before the fork: no thread holds its import lock)
-
-    from course_tools.grading._batch import _die_with, _limit_memory, _read_line
-
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # the parsing process of this submission
-        status = b"failed\n"
-        try:
-            os.close(read_fd)
-            os.setpgid(0, 0)
-            _die_with(parent)
-            _limit_memory(PARSE_MEMORY)
-            parsed = {name: nbformat.reads(text, as_version=4)
-                      for name, text in notebooks.items()}
-            target.mkdir(parents=True, exist_ok=False)
-            for name, nb in parsed.items():
-                nbformat.write(nb, target / name)
-            status = b"ok\n"
-        except MemoryError:
-            status = b"memory\n"
-        except Exception as error:  # not a notebook: its reason, on one line
-            status = f"error {type(error).__name__}: {error}".replace("\n", " ")[:300].encode() \
-                + b"\n"
-        finally:
-            os.write(write_fd, status)
-            os._exit(0)
-    os.close(write_fd)
-    try:
-        line = _read_line(read_fd, time.monotonic() + PARSE_SECONDS, limit=4096)
-    finally:
-        os.close(read_fd)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        os.waitpid(pid, 0)
-    if line == b"ok":
-        return
-    shutil.rmtree(target, ignore_errors=True)
-    if line is None:
-        raise RuntimeError(f"reading the notebooks took longer than {PARSE_SECONDS:g} s")
-    if line == b"memory":
-        raise RuntimeError(f"reading the notebooks needs more than {PARSE_MEMORY // 2**20} MiB")
-    raise RuntimeError(f"not a notebook: {line.decode(errors='replace')[6:]}"
-                       if line.startswith(b"error ") else "the notebooks could not be read")
-
-
-def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_STUDENT,
-           max_bytes: int = BYTES_PER_STUDENT) -> list[str]:
-    """Copy ``username``'s notebooks (read as that user) into the exchange; returns the names.
-    Each notebook at most the grader's size (``MAX_SUBMISSION_BYTES``), parsed in a process of
-    its own under a memory and a time limit; at most ``submissions`` submissions and
-    ``max_bytes`` bytes per student."""
-    import pwd
-
-    from course_tools.grading._collect import MAX_SUBMISSION_BYTES
-
-    language = _class(hub_dir)[username]
-    home = Path(pwd.getpwnam(username).pw_dir)
-    folder = home / "course" / STUDENT_FOLDERS[language]
-    result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(SUBMIT_LIMIT),
-                             str(MAX_SUBMISSION_BYTES)],
-                            user=username, group=username, cwd="/", env={}, capture_output=True,
-                            text=True, timeout=60)
-    if result.returncode != 0:
-        raise RuntimeError(f"reading {folder} as {username} failed: {result.stderr[-500:]}")
-    notebooks = json.loads(result.stdout)  # plain data: names and texts, each parsed below
-    if not isinstance(notebooks, dict) or not notebooks:
-        raise RuntimeError(f"no notebooks to submit in {folder}")
-    for name, text in notebooks.items():
-        if not (isinstance(name, str) and isinstance(text, str) and re.fullmatch(
-                r"[\w.-]+\.ipynb", name)):
-            raise RuntimeError(f"refusing the file name {name!r:.80}")
-    runs = Path(hub_dir) / "exchange" / username
-    refused = _quota_left(runs, sum(len(t.encode()) for t in notebooks.values()), submissions,
-                          max_bytes)
-    if refused:
-        raise RuntimeError(refused)
-    # sorted by name = by time; the suffix keeps two submissions in one second apart
-    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
-    _parse_and_write(notebooks, runs / stamp)
-    return sorted(notebooks)
-
-
-def serve_submit(hub_dir: Path, submissions: int = SUBMISSIONS_PER_STUDENT,
-                 max_bytes: int = BYTES_PER_STUDENT) -> None:
-    """The ``course-submit`` hub service: a page with the student's notebooks and a button."""
-    quota = {"submissions": submissions, "max_bytes": max_bytes}
-    from html import escape
-
-    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
-    from jupyterhub.utils import url_path_join
-    from tornado import ioloop, web
-
-    prefix = os.environ["JUPYTERHUB_SERVICE_PREFIX"]
-
-    class Submit(HubOAuthenticated, web.RequestHandler):
-        def _page(self, message: str) -> None:
-            name = self.get_current_user()["name"]
-            runs = sorted((Path(hub_dir) / "exchange" / name).glob("*T*"))
-            self.write(f"<html><body><h1>Submit: {escape(name)}</h1><p id='message'>"
-                       f"{escape(message)}</p><p id='count'>{len(runs)} submission(s)</p>"
-                       f"<form method='post'>{self.xsrf_form_html()}<button id='submit' "
-                       "type='submit'>Submit my notebooks</button></form></body></html>")
-
-        @web.authenticated
-        def get(self):
-            self._page("")
-
-        @web.authenticated
-        async def post(self):
-            import asyncio
-
-            name = self.get_current_user()["name"]
-            try:  # in a thread: reading and parsing never hold up the other students' pages
-                names = await asyncio.get_running_loop().run_in_executor(
-                    None, lambda: submit(hub_dir, name, **quota))
-            except (RuntimeError, subprocess.TimeoutExpired) as error:
-                self._page(f"not submitted: {error}")
-                return
-            self._page(f"submitted {len(names)} notebook(s): {', '.join(names)}")
-
-    app = web.Application([
-        (prefix, Submit),
-        (url_path_join(prefix, "oauth_callback"), HubOAuthCallbackHandler),
-    ], cookie_secret=secrets.token_bytes(32), xsrf_cookies=True)
-    url = os.environ["JUPYTERHUB_SERVICE_URL"].rsplit(":", 1)
-    app.listen(int(url[1].strip("/")), address="127.0.0.1")
-    ioloop.IOLoop.current().start()
 
 
 def hub_problem(*, check_python: bool = True) -> str | None:

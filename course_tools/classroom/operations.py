@@ -101,7 +101,7 @@ def accounts_absent(class_list: Path) -> list[str]:
     """The class list's students without a Unix account (before ``--create-users`` runs)."""
     import pwd
 
-    from course_tools.classroom.hub import read_class_list
+    from course_tools.classroom.roster import read_class_list
 
     absent = []
     for student in read_class_list(class_list):
@@ -137,7 +137,7 @@ def _write_private(path: Path, text: str) -> None:
 def set_up(hub_dir: Path, *, idle_timeout: int, admins: list[str]) -> dict[str, str]:
     """Write ``HUBDIR/operations.json`` (read by :func:`configure_operations`) and each new
     admin's password (hashed beside the students'); returns the new admins' passwords."""
-    from course_tools.classroom.hub import USERNAME, _class, _hash
+    from course_tools.classroom.roster import USERNAME, _class, _hash
 
     if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int) or idle_timeout < 0:
         raise ValueError(f"idle_timeout must be an int >= 0 (seconds; 0: never), "
@@ -252,7 +252,7 @@ def online(hub_dir: Path) -> dict[str, str | None]:
 
 def status(hub_dir: Path) -> list[dict]:
     """One row per student: language, online (with the last activity), submissions, the latest."""
-    from course_tools.classroom.hub import _class
+    from course_tools.classroom.roster import _class
 
     running = online(hub_dir)
     rows = []
@@ -322,7 +322,7 @@ def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
     ``out/<student>/<assignment>/`` (``grade --student-ids-from-folders`` reads it when ``out``
     is named ``submitted``), with ``timestamp.txt`` (the submission's time, as nbgrader's own
     collect writes it). One entry per student of the class, those without a submission too."""
-    from course_tools.classroom.hub import USERNAME, _class
+    from course_tools.classroom.roster import USERNAME, _class
 
     if assignment is not None and not USERNAME.fullmatch(assignment.lower()):
         raise ValueError(f"assignment must be a plain name (letters, digits, _ or -), "
@@ -426,7 +426,7 @@ def remove_class(hub_dir: Path, *, remove_homes: bool = False, keep_state: bool 
     path = hub_dir / CREATED
     created = json.loads(path.read_text()) if path.exists() else {}
     done: dict[str, list[str]] = {"removed": [], "kept": [], "state": []}
-    from course_tools.classroom.hub import _class
+    from course_tools.classroom.roster import _class
 
     students = _class(hub_dir) if (hub_dir / "class.json").exists() else {}
     for name in sorted(set(students) | set(created)):

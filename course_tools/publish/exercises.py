@@ -49,6 +49,8 @@ from lectures_lib.utils import check_bool, check_path
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
+# Over 500 lines: the marker grammar, the student release and nbgrader's source share one walk over
+# the cells (find_regions); split, each writer would re-derive the regions the other checks.
 # nbformat is imported where it is needed: importing it takes seconds (its JSON-schema checks), and
 # the pure functions and `--help` do not need it.
 
