@@ -214,7 +214,8 @@ def _execute_translations(paths: list[Path]) -> int:
             path = output_path(english, language)
             print(f"executing {path} ...", flush=True)
             try:
-                seconds = execute_in_place(path, env={"LECTURES_LANG": language})
+                seconds = execute_in_place(path, env={"LECTURES_LANG": language},
+                                           english=english)
             except Exception as error:  # report every failing notebook, then fail
                 print(f"FAILED {path}: {type(error).__name__}: {str(error)[-2000:]}", file=sys.stderr)
                 failed += 1

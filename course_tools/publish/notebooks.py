@@ -162,15 +162,36 @@ def stored_measurements(notebook) -> dict[int, list]:
     return kept
 
 
+def english_measurements(notebook, english) -> dict[int, tuple[list, dict]]:
+    """The measured cells' outputs and records of ``english``, for its edition ``notebook``.
+
+    An edition (zh-Hans, zh-Hant) shows the English run's timings, never its own: its code is the
+    English code (zh-Hant's Chinese strings converted), so a fingerprint of its own code would
+    differ from the English record and every edition would re-time, and store other numbers each
+    run. Keyed by cell index; ValueError when the two notebooks' cells do not line up."""
+    if [c.get("id") for c in notebook.cells] != [c.get("id") for c in english.cells]:
+        raise ValueError("english must be the English notebook of this edition (the same cells "
+                         "in the same order): regenerate the edition first")
+    return {index: (copy.deepcopy(cell.outputs), copy.deepcopy(cell.metadata.get(MEASURED_TAG)))
+            for index, cell in enumerate(english.cells) if is_measured(cell) and cell.outputs}
+
+
 def execute_in_place(path: Path, timeout: int = 600, remeasure: bool = False,
-                     env: dict[str, str] | None = None) -> float:
+                     env: dict[str, str] | None = None, english: Path | None = None) -> float:
     """Execute one notebook in a fresh ``python3`` kernel and save it; returns seconds taken.
 
     Measured cells (:func:`is_measured`) whose source is unchanged keep their stored outputs
     unless ``remeasure``. ``env`` adds environment variables for the kernel (a language).
+    ``english``: for an edition, the English notebook whose measured outputs (and their records)
+    it shows (:func:`english_measurements`).
     """
     notebook = nbformat.read(path, as_version=4)
-    kept = {} if remeasure else stored_measurements(notebook)
+    records = {}
+    if english is not None:
+        records = english_measurements(notebook, nbformat.read(english, as_version=4))
+        kept = {index: outputs for index, (outputs, _) in records.items()}
+    else:
+        kept = {} if remeasure else stored_measurements(notebook)
     client = NotebookClient(
         notebook,
         timeout=timeout,
@@ -190,7 +211,9 @@ def execute_in_place(path: Path, timeout: int = 600, remeasure: bool = False,
             for output in cell.outputs:  # numbered by this run, like the cells around it
                 if output.get("output_type") == "execute_result":
                     output["execution_count"] = cell.execution_count
-        if is_measured(cell):
+        if index in records:
+            cell.metadata[MEASURED_TAG] = records[index][1]
+        elif is_measured(cell):
             cell.metadata[MEASURED_TAG] = measurement_fingerprint(notebook, index)
     nbformat.write(notebook, path)
     return seconds

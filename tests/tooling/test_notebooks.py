@@ -197,3 +197,30 @@ def test_a_measured_cell_still_runs_its_asserts(tmp_path):
     nbformat.write(notebook, path)
     with pytest.raises(Exception, match="slower than claimed"):
         execute_in_place(path)
+
+
+def test_an_edition_shows_the_english_timings_not_its_own():
+    """zh-Hant converts the Chinese of code cells above a measured cell, so the fingerprint of its
+    own code never matches the English record: the edition takes the English outputs and records
+    (issue 40's conversion re-timed 06 in zh-Hant, with other numbers on every run)."""
+    import nbformat
+
+    from course_tools.publish.notebooks import MEASURED_TAG, english_measurements
+
+    def notebook(title, seconds):
+        cells = [nbformat.v4.new_code_cell(f'plt.title("{title}")', id="above"),
+                 nbformat.v4.new_code_cell("time_it()", id="timed", metadata={"tags": [MEASURED_TAG]}),
+                 nbformat.v4.new_code_cell("1 + 1", id="plain")]
+        cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{seconds} s\n")]
+        cells[1].metadata[MEASURED_TAG] = {"code_sha256": title, "outputs_sha256": str(seconds)}
+        cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+        return nbformat.v4.new_notebook(cells=cells)
+
+    english, edition = notebook("聚类", 0.25), notebook("聚類", 0.75)
+    taken = english_measurements(edition, english)
+    assert list(taken) == [1], "only the measured cell"
+    outputs, record = taken[1]
+    assert outputs[0]["text"] == "0.25 s\n" and record == english.cells[1].metadata[MEASURED_TAG]
+    shuffled = nbformat.v4.new_notebook(cells=list(reversed(edition.cells)))
+    with pytest.raises(ValueError, match="the same cells"):
+        english_measurements(shuffled, english)
