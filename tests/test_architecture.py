@@ -45,6 +45,15 @@ def _is_type_checking(node: ast.If) -> bool:
     return getattr(test, "id", None) == "TYPE_CHECKING" or getattr(test, "attr", None) == "TYPE_CHECKING"
 
 
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module of ``from X import ...`` written in ``package`` (relative resolved)."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*anchor, *([base] if base else [])])
+    return base
+
+
 def _imports(name: str, path: Path) -> set[str]:
     """The library modules ``name`` imports, at the top or inside a function (a lazy import
     closes a circle as surely, only later); imports under ``if TYPE_CHECKING`` never run."""
@@ -59,10 +68,7 @@ def _imports(name: str, path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([base] if base else [])])
+            base = _from_module(node, package)
             for alias in node.names:  # `from . import x` imports the module x when there is one
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in EVERY_MODULE else base)
     return {each for each in found if each in EVERY_MODULE and each != name}
@@ -237,10 +243,7 @@ def _imported_names(path: Path, package: str) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([base] if base else [])])
+            base = _from_module(node, package)
             found.update([base, *(f"{base}.{alias.name}" for alias in node.names)])
         elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
               and isinstance(node.args[0].value, str)

@@ -106,6 +106,20 @@ def lsh_chunk_mask(buckets: torch.Tensor, chunk_size: int, *, same_bucket: bool 
     return kept.reshape(*lead, rounds, n, n).any(dim=-3)  # (..., n, n)
 
 
+def _attend_flat(q, k, v, groups, key_mask, scores, dropout_p):
+    """:func:`attend_in_groups` over the leading dims flattened into one batch, and back."""
+    lead, n, d_v = q.shape[:-2], q.shape[-2], v.shape[-1]
+    batch = math.prod(lead)
+    if key_mask is not None:
+        key_mask = key_mask.to(q.device).expand(*lead, n).reshape(batch, n)  # (B, n)
+    out = attend_in_groups(
+        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v),  # (B, n, d)
+        groups,
+        key_mask=key_mask, scores=scores, dropout_p=dropout_p,
+    )  # (B, n, d_v)
+    return out.reshape(*lead, n, d_v)
+
+
 @validated(rules.lsh_chunked_qkv)
 def lsh_chunked_attention(
     q: torch.Tensor,
@@ -190,14 +204,7 @@ def lsh_chunked_attention(
         k_bucket = k_buckets.gather(-1, r.expand(-1, k_buckets.shape[1], 1))  # (g, b, 1)
         return block.masked_fill(q_bucket != k_bucket.transpose(1, 2), float("-inf"))  # (g, a, b)
 
-    if key_mask is not None:
-        key_mask = key_mask.to(q.device).expand(*lead, n).reshape(batch, n)  # (B, n)
-    out = attend_in_groups(
-        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v),  # (B, n, d)
-        groups,
-        key_mask=key_mask, scores=scores, dropout_p=dropout_p,
-    )  # (B, n, d_v)
-    return out.reshape(*lead, n, d_v)
+    return _attend_flat(q, k, v, groups, key_mask, scores, dropout_p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,14 +309,7 @@ def balanced_routing_attention(
             ])  # (g, a, b)
             return block - torch.log(meetings.clamp(min=1))
 
-    if key_mask is not None:
-        key_mask = key_mask.to(q.device).expand(*lead, n).reshape(batch, n)  # (B, n)
-    out = attend_in_groups(
-        q.reshape(batch, n, -1), k.reshape(batch, n, -1), v.reshape(batch, n, d_v),  # (B, n, d)
-        groups,
-        key_mask=key_mask, scores=scores, dropout_p=dropout_p,
-    )  # (B, n, d_v)
-    return out.reshape(*lead, n, d_v)
+    return _attend_flat(q, k, v, groups, key_mask, scores, dropout_p)
 
 
 # ---------------------------------------------------------------------------------------------
