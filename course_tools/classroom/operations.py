@@ -356,10 +356,10 @@ def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
 def _collect_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course_tools hub collect",
-        description="Each student's latest submission into OUT (then: lectures_lib grade OUT), "
+        description="Each student's latest submission into OUT (then: python -m course_tools grade OUT), "
         "with its time (timestamp.txt); names who did not submit and who was late.")
     parser.add_argument("hub_dir", type=Path)
-    parser.add_argument("out", type=Path, help="e.g. submitted/ (then: lectures_lib grade)")
+    parser.add_argument("out", type=Path, help="e.g. submitted/ (then: python -m course_tools grade)")
     parser.add_argument("--assignment", default=None, metavar="NAME",
                         help="nbgrader's layout OUT/<student>/NAME/ (e.g. ps1; OUT named "
                         "submitted/, so grade --student-ids-from-folders and nbgrader read it)")
