@@ -745,6 +745,8 @@ ROWS: list[Row] = [
     R(chunked.balanced_members, "size larger than n", lambda: chunked.balanced_members(floats(4, 6), floats(2, 6), 5), ValueError, "size must be at most"),
     R(chunked.membership_mask, "a position twice", lambda: chunked.membership_mask(torch.tensor([[1, 1]]), torch.tensor([[0, 1]]), 4), ValueError, "twice"),
     R(chunked.balanced_routing_attention, "a position out of range", lambda: chunked.balanced_routing_attention(floats(4, 6), floats(4, 6), floats(4, 6), torch.tensor([[0, 9]]), torch.tensor([[0, 1]])), ValueError, "query_members must hold positions"),
+    R(chunked.balanced_routing_attention, "zero clusters", lambda: chunked.balanced_routing_attention(floats(4, 6), floats(4, 6), floats(4, 6), torch.zeros(0, 2, dtype=torch.long), torch.zeros(0, 2, dtype=torch.long)), ValueError, "must list at least one cluster: shape (..., clusters >= 1, size), got (0, 2)"),
+    R(chunked.balanced_routing_attention, "clusters of the queries and keys differ", lambda: chunked.balanced_routing_attention(floats(4, 6), floats(4, 6), floats(4, 6), torch.tensor([[0, 1]]), torch.tensor([[0, 1], [2, 3]])), ValueError, "must list the same clusters, got (1, 2) and (2, 2)"),
     R(chunked.drop_self, "a (n, m) mask", lambda: chunked.drop_self(torch.ones(3, 4, dtype=torch.bool)), ValueError, "square mask"),
     R(chunked.ReformerAttention, "chunk_size 0", lambda: chunked.ReformerAttention(8, 2, chunk_size=0), ValueError, "chunk_size"),
     R(chunked.BalancedRoutingAttention, "cluster_size 0", lambda: chunked.BalancedRoutingAttention(8, 2, cluster_size=0), ValueError, "cluster_size"),

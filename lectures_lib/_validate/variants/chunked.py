@@ -103,6 +103,12 @@ def balanced_routing_qkv(q, k, v, query_members, key_members, *, key_mask=None, 
             "query_members and key_members must list the same clusters, got "
             f"{tuple(query_members.shape)} and {tuple(key_members.shape)}"
         )
+    if query_members.shape[-2] == 0:
+        raise ValueError(
+            "query_members and key_members must list at least one cluster: shape "
+            f"(..., clusters >= 1, size), got {tuple(query_members.shape)} and "
+            f"{tuple(key_members.shape)}"
+        )
     _lead(query_members.shape[:-2], q.shape[:-2], "query_members")
     _lead(key_members.shape[:-2], q.shape[:-2], "key_members")
 
