@@ -112,7 +112,7 @@ class SinusoidalEncoding(nn.Module):
         table = sinusoidal_encoding(self.max_len, self.d_model)  # (max_len, d_model)
         self.register_buffer("table", table, persistent=False)
 
-    @validated(rules.within_sinusoidal_table)
+    @validated(rules.within_table)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         seq = x.shape[1]
         return x + self.table[:seq].to(x.dtype)  # (batch, seq, d_model) + (seq, d_model)
@@ -151,7 +151,7 @@ class LearnedPositionalEmbedding(nn.Module):
         self.embedding = nn.Embedding(self.max_len, self.d_model)  # E: (max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=init_std)
 
-    @validated(rules.within_learned_table)
+    @validated(rules.within_table)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(x.shape[1], device=x.device)  # (seq,)
         return x + self.embedding(positions).to(x.dtype)  # (batch, seq, d_model) + (seq, d_model)

@@ -14,27 +14,27 @@ from .settings import check_settings, frequency_base, settings
 sinusoidal_table_args = settings("n_positions", "d_model", "base", "dtype", "device")
 
 
-def _positions_input(self: nn.Module, x: object, too_long: str) -> None:
-    """``x`` is ``(batch, seq, d_model)`` floating with at most ``max_len`` positions."""
+_TOO_LONG = {  # why a table of max_len positions cannot take more
+    "SinusoidalEncoding": "SinusoidalEncoding was built with max_len={max_len}: build it with a "
+                          "larger max_len",
+    "LearnedPositionalEmbedding": "LearnedPositionalEmbedding only has vectors for "
+                                  "max_len={max_len} positions; a learned table cannot be extended "
+                                  "to positions it never had",
+}
+
+
+def within_table(self: nn.Module, x: object) -> None:
+    """A positional table's input: ``(batch, seq, d_model)`` floating, at most ``max_len``
+    positions."""
     check_tensor(x, "x", ndim=3, dtype="floating")
     if x.shape[-1] != self.d_model:
         raise ValueError(
             f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}"
         )
     if x.shape[1] > self.max_len:
+        table = next(c.__name__ for c in type(self).__mro__ if c.__name__ in _TOO_LONG)
         raise ValueError(f"x has {x.shape[1]} positions (shape {tuple(x.shape)}) but this "
-                         + too_long.format(max_len=self.max_len))
-
-
-def within_sinusoidal_table(self: nn.Module, x: object) -> None:
-    _positions_input(self, x, "SinusoidalEncoding was built with max_len={max_len}: build it "
-                              "with a larger max_len")
-
-
-def within_learned_table(self: nn.Module, x: object) -> None:
-    _positions_input(self, x, "LearnedPositionalEmbedding only has vectors for max_len={max_len} "
-                              "positions; a learned table cannot be extended to positions it "
-                              "never had")
+                         + _TOO_LONG[table].format(max_len=self.max_len))
 
 
 def rotary_angle_args(
