@@ -78,8 +78,7 @@ class History:
     def final_accuracy(self) -> float:
         """Accuracy after the last epoch, on the evaluation data if there were any."""
         values = self.eval_accuracy or self.train_accuracy
-        if not values:
-            raise ValueError("the history is empty: train for at least one epoch")
+        rules.nonempty_history(values)
         return values[-1]
 
 
@@ -118,12 +117,6 @@ def default_forward(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch
     return logits, targets
 
 
-def _something_counted(total: int, ignore_index: object, name: str, what: str) -> None:
-    """The loops' invariant: some target counted (was not ``ignore_index``)."""
-    if total == 0:
-        raise ValueError(f"every target in {name} is ignore_index={ignore_index}: {what}")
-
-
 def _counted(targets: torch.Tensor, ignore_index: int | None) -> int:
     """How many targets count (are not ``ignore_index``)."""
     return int((targets != ignore_index).sum()) if ignore_index is not None else targets.numel()
@@ -156,7 +149,7 @@ def evaluate(
             if count:
                 correct += accuracy(logits, targets, ignore_index) * count
                 total += count
-    _something_counted(total, ignore_index, "data", "there is nothing to evaluate")
+    rules.nothing_counted(total, ignore_index, "data", "there is nothing to evaluate")
     return correct / total
 
 
@@ -330,23 +323,14 @@ def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimiz
         if count == 0:  # every target is ignore_index: nothing to learn, nothing to add
             continue
         loss = cross_entropy(logits, targets, ignore_index=loss_ignore)
-        if not torch.isfinite(loss):  # a NaN/inf loss stops before the update
-            raise FloatingPointError(
-                f"the loss is {loss.item()} at {where} (examples {rows[:8].tolist()}"
-                f"{', ...' if len(rows) > 8 else ''}): training stopped before this step, the "
-                "model keeps its last finite weights. Look for NaN/inf in these inputs, or try a "
-                "smaller lr"
-            )
+        rules.finite_loss(loss, where, rows)  # a NaN/inf loss stops before the update
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         # the global gradient norm (clipped to grad_clip, if set): a non-finite one stops here
         norm = nn.utils.clip_grad_norm_(parameters, grad_clip if grad_clip is not None else math.inf)
         if not torch.isfinite(norm):  # so does a NaN/inf gradient: drop it, keep the weights
             optimizer.zero_grad(set_to_none=True)
-            raise FloatingPointError(
-                f"the gradient norm is {norm.item()} at {where} (loss {loss.item():.4g}): "
-                "training stopped before this step, the model keeps its last finite weights"
-            )
+        rules.finite_gradient(norm, where, loss)
         history.lr.append(optimizer.param_groups[0]["lr"])  # the rate this step uses
         optimizer.step()
         scheduler.step()
@@ -356,6 +340,6 @@ def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimiz
         history.step_loss.append(loss.item())
         if after_step is not None:
             after_step(step, model)
-    _something_counted(total, ignore_index, "train_data", "there is nothing to learn from")
+    rules.nothing_counted(total, ignore_index, "train_data", "there is nothing to learn from")
     history.loss.append(epoch_loss / total)  # mean over every counted target of the epoch
     history.train_accuracy.append(correct / total)

@@ -13,7 +13,9 @@ from torch import nn
 from .._mask_check import check_mask, padding_shape
 from ..cache import KeyValueCache, kv_cache_problem
 from ..utils import check_bool, check_positive_int, check_probability, check_qkv, check_tensor
-from .settings import check_settings
+from .settings import check_settings, settings, tensor
+
+stacked_heads = settings("x", x=tensor(ndim=4))
 
 
 def query_and_key(q: object, k: object) -> None:
@@ -66,10 +68,6 @@ def heads_divide_features(x: object, num_heads: object) -> None:
             f"d_model={x.shape[-1]} (last dimension of x, shape {tuple(x.shape)}) is not "
             f"divisible by num_heads={num_heads}"
         )
-
-
-def stacked_heads(x: object) -> None:
-    check_tensor(x, "x", ndim=4)
 
 
 def mha_weights(
@@ -160,13 +158,13 @@ def mha_inputs(
         token_positions(positions, query, key)
 
 
-def position_values(positions: object) -> torch.Tensor:
+def position_values(positions: object, name: str = "positions") -> torch.Tensor:
     """Positions: an integer or floating tensor of finite values."""
-    check_tensor(positions, "positions")
+    check_tensor(positions, name)
     if positions.is_complex() or positions.dtype == torch.bool:
-        raise TypeError(f"positions must be integer or float, got {positions.dtype}")
+        raise TypeError(f"{name} must be integer or float, got {positions.dtype}")
     if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
-        raise ValueError("positions must be finite numbers, got NaN or inf")
+        raise ValueError(f"{name} must be finite numbers, got NaN or inf")
     return positions
 
 

@@ -12,6 +12,7 @@ from .attention import position_values
 from .settings import check_settings, frequency_base, settings
 
 sinusoidal_table_args = settings("n_positions", "d_model", "base", "dtype", "device")
+rotary_angle_args = settings("positions", "d_head", "base", "dtype", positions=position_values)
 
 
 _TOO_LONG = {  # why a table of max_len positions cannot take more
@@ -35,14 +36,6 @@ def within_table(self: nn.Module, x: object) -> None:
         table = next(c.__name__ for c in type(self).__mro__ if c.__name__ in _TOO_LONG)
         raise ValueError(f"x has {x.shape[1]} positions (shape {tuple(x.shape)}) but this "
                          + _TOO_LONG[table].format(max_len=self.max_len))
-
-
-def rotary_angle_args(
-    positions: object, d_head: object, base: object = 10000.0, dtype: object = torch.float32
-) -> None:
-    check_settings(d_head=d_head, base=base)
-    position_values(positions)
-    check_settings(dtype=dtype)
 
 
 def rotatable_x(x: object, positions: object = None, base: object = 10000.0) -> None:

@@ -1,13 +1,14 @@
 """The course's settings, checked by one declarative rule: ``check_settings(d_model=d_model,
 dropout=dropout, ...)`` looks every keyword up in :data:`RULES` (one rule per setting name, the
 same wherever the name appears), and ``settings("n", "window", "device")`` is the door rule of a
-function whose arguments are all settings.
+function whose arguments are settings (or tensors: ``settings("x", x=tensor(ndim=4))``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +22,7 @@ from ..utils import (
     check_positive_int,
     check_probability,
     check_seed,
+    check_tensor,
 )
 
 
@@ -163,11 +165,19 @@ def check_settings(**settings: object) -> None:
         RULES[name](value, name)
 
 
-def settings(*names: str) -> Callable[..., None]:
-    """The door rule of a function whose arguments are the settings ``names`` (in its order)."""
+def tensor(**spec: object) -> Callable[[object, str], object]:
+    """The rule of a tensor argument: ``tensor(ndim=4)``, ``tensor(dtype="floating")`` (see
+    :func:`lectures_lib.utils.check_tensor`)."""
+    return partial(check_tensor, **spec)
+
+
+def settings(*names: str, **rules: Callable[[object, str], object]) -> Callable[..., None]:
+    """The door rule of a function whose arguments are ``names`` (in its order), each checked by
+    its rule in ``rules`` or, for a setting, in :data:`RULES`."""
     def rule(*args: object, **kwargs: object) -> None:
         given = dict(zip(names, args))
         given.update((name, value) for name, value in kwargs.items() if name in names)
-        check_settings(**given)
+        for name, value in given.items():
+            (rules.get(name) or RULES[name])(value, name)
     rule.__qualname__ = rule.__name__ = f"settings({', '.join(names)})"
     return rule

@@ -1,6 +1,6 @@
 """The rules of :mod:`lectures_lib.training`: datasets, what ``forward_fn`` returns, the
-schedule, ``fit``'s and ``evaluate``'s settings (the loop's own invariants, a finite loss and
-gradient, some target counted, are checked in the loop, in ``training.py``).
+schedule, ``fit``'s and ``evaluate``'s settings, and the messages of the loop's finite-loss
+guards (the loop itself decides what to undo).
 """
 
 from __future__ import annotations
@@ -111,6 +111,16 @@ def evaluate_args(model, data, *, batch_size=512, forward_fn=None, ignore_index=
     check_settings(device=device)
 
 
+def nonempty_history(values: list) -> None:
+    if not values:
+        raise ValueError("the history is empty: train for at least one epoch")
+
+
+def nothing_counted(total: int, ignore_index: object, name: str, what: str) -> None:
+    if total == 0:
+        raise ValueError(f"every target in {name} is ignore_index={ignore_index}: {what}")
+
+
 def schedule_args(optimizer: object, total_steps: object, schedule: object = "warmup_cosine",
                   warmup: object = 0.1) -> None:
     if not isinstance(optimizer, torch.optim.Optimizer):
@@ -177,3 +187,24 @@ def fit_args(model, train_data, *, epochs, batch_size=64, lr=3e-3, schedule="war
     if eval_data is not None:
         dataset(eval_data, "eval_data")
     check_settings(device=device)
+
+
+def finite_loss(loss: torch.Tensor, where: str, rows: torch.Tensor) -> None:
+    """A NaN/inf loss stops training before the update (the model keeps its weights)."""
+    if not torch.isfinite(loss):
+        raise FloatingPointError(
+            f"the loss is {loss.item()} at {where} (examples {rows[:8].tolist()}"
+            f"{', ...' if len(rows) > 8 else ''}): training stopped before this step, the "
+            "model keeps its last finite weights. Look for NaN/inf in these inputs, or try a "
+            "smaller lr"
+        )
+
+
+def finite_gradient(norm: torch.Tensor, where: str, loss: torch.Tensor) -> None:
+    """A NaN/inf gradient norm stops training before the update (the loop drops the
+    gradients first, so the model keeps its weights)."""
+    if not torch.isfinite(norm):
+        raise FloatingPointError(
+            f"the gradient norm is {norm.item()} at {where} (loss {loss.item():.4g}): "
+            "training stopped before this step, the model keeps its last finite weights"
+        )

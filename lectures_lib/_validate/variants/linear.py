@@ -7,11 +7,9 @@ from __future__ import annotations
 import torch
 
 from ...utils import check_bool, check_qkv, check_tensor
-from ..settings import settings
+from ..settings import settings, tensor
 
-
-def floating_x(x):
-    check_tensor(x, "x", dtype="floating")
+floating_x = settings("x", x=tensor(dtype="floating"))
 
 
 def linear_qkv(q, k, v, feature_map=None, causal=False):

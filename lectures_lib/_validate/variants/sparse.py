@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from ...utils import (
     check_non_negative_int,
     check_positive_int,
     check_tensor,
 )
-from ..settings import check_settings
+from ..settings import settings
 from .shared import global_token_positions, int_sequence, self_attention_qkv
 
 
@@ -76,7 +78,5 @@ def longformer_settings(module, window, dilations, global_positions):
     int_sequence(global_positions, "global_positions", low=0)
 
 
-def big_bird_settings(window, num_random, global_positions, seed):
-    check_settings(window=window, num_random=num_random)
-    int_sequence(global_positions, "global_positions", low=0)
-    check_settings(seed=seed)
+big_bird_settings = settings("window", "num_random", "global_positions", "seed",
+                             global_positions=partial(int_sequence, low=0))
