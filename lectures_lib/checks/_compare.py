@@ -5,7 +5,9 @@ a *catalogue* of classic mistakes, each a wrong version of the function. On a pr
 student's answer differs from the reference, the engine first rules out NaN and randomness
 (dropout left on), then recomputes every wrong version on that probe and names the mistake whose
 answer matches. Used by the exercises of sections 01-05 (``additive``, ``padding``,
-``relative``, ``norms``, ``decoder``).
+``relative``, ``norms``, ``decoder``); its tolerance table (:data:`TOLERANCES`) and comparison
+(:func:`agree`, :func:`close`) are every checker's (``attention``, ``multi_head``,
+``transformer``, ``windows``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import torch
 
 from ._base import NOT_IMPLEMENTED, TIMED_OUT, Mistake, call, expect_finite, expect_tensor
 
-__all__ = ["Probe", "Wrong", "compare", "describe_args"]
+__all__ = ["Probe", "Wrong", "agree", "compare", "describe_args"]
 
 # The checkers' one tolerance table: results are compared with the float64 reference at the
 # (rtol, atol) of the *coarser* of the inputs' and the result's dtype: a float32 answer (to float32
@@ -90,7 +92,9 @@ def _as_tuple(value) -> tuple:
     return value if isinstance(value, tuple) else (value,)
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+def agree(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The checkers' one comparison: same shape, integers equal, floats close at the tolerances
+    of :data:`TOLERANCES` (float64's only when both are float64, else float32's), on the CPU."""
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
         return False
     if not (a.is_floating_point() or b.is_floating_point()):
@@ -100,7 +104,7 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _all_close(got: tuple, expected: tuple) -> bool:
-    return len(got) == len(expected) and all(_close(g, e) for g, e in zip(got, expected))
+    return len(got) == len(expected) and all(agree(g, e) for g, e in zip(got, expected))
 
 
 def compare(
@@ -193,6 +197,6 @@ def _compare_one(student_fn, probe, reference, catalogue, names, hint) -> None:
     diffs = [
         f"{name}: max abs diff {float((g.double() - e.double()).abs().max()):.3g}"
         for name, g, e in zip(names, got, expected)
-        if not _close(g, e)
+        if not agree(g, e)
     ]
     raise Mistake("wrong_values", f"differs from the reference ({'; '.join(diffs)}). {hint}")

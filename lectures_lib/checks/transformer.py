@@ -13,14 +13,9 @@ import torch
 
 from ..layers import layer_norm, sublayer_connection
 from ._base import Mistake, call, checker, expect_tensor
+from ._compare import agree  # the checkers' one tolerance table
 
 __all__ = ["check_layer_norm", "check_sublayer_connection"]
-
-
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and bool(
-        torch.allclose(a.double(), b.double(), atol=1e-4, rtol=1e-4)
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,7 +113,7 @@ def _probe_layer_norm(student_fn, x, gamma, beta, eps, pass_eps=True):
     args = (x, gamma, beta, eps) if pass_eps else (x, gamma, beta)
     out = expect_tensor(call(student_fn, *args), "layer_norm's result", shape=tuple(x.shape))
     expected = layer_norm(x, gamma, beta, eps)
-    if _close(out, expected):
+    if agree(out, expected):
         return
     if torch.isnan(out).any():
         raise Mistake("nan", f"your result contains NaN (eps={eps:g} in this probe): look for "
@@ -127,7 +122,7 @@ def _probe_layer_norm(student_fn, x, gamma, beta, eps, pass_eps=True):
     if not torch.isfinite(out).all():
         raise Mistake("not_finite", "your result contains inf: check the division.")
     for code, message, wrong in _layer_norm_mistakes(x, gamma, beta, eps):
-        if _close(out, wrong):
+        if agree(out, wrong):
             raise Mistake(code, message)
     position = int((out.double() - expected.double()).abs().argmax())
     index = tuple(int(i) for i in np.unravel_index(position, tuple(out.shape)))
@@ -222,16 +217,16 @@ def check_sublayer_connection(student_fn) -> str:
         out = expect_tensor(
             call(student_fn, x, sublayer, norm, norm_first), f"the {name} result", x.shape
         )
-        if _close(out, expected):
+        if agree(out, expected):
             continue
-        if _close(out, other):
+        if agree(out, other):
             raise Mistake(
                 "orders_swapped",
                 f"for {name} you returned the other order. Post-LN (the paper): "
                 "norm(x + sublayer(x)); Pre-LN: x + sublayer(norm(x)).",
             )
         for code, wrongs in candidates.items():
-            if any(_close(out, wrong) for wrong in wrongs):
+            if any(agree(out, wrong) for wrong in wrongs):
                 raise Mistake(code, f"{name}: {messages[code]}")
         raise Mistake(
             "wrong_values",

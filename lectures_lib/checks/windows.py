@@ -25,6 +25,7 @@ import torch
 
 from ..measure import peak_tensor_memory
 from ._base import Mistake, call, checker, expect_finite, expect_tensor, probe_generator
+from ._compare import agree  # the checkers' one tolerance table
 
 __all__ = ["check_causal_window_attention"]
 
@@ -71,7 +72,7 @@ def _explain(got, q, k, v, past, label) -> None:
     n = q.shape[-2]
 
     def matches(expected):
-        return expected is not None and torch.allclose(got, expected, rtol=1e-5, atol=1e-6)
+        return expected is not None and agree(got, expected)
 
     suspects = [
         ("looks_ahead", lambda: _dense(q, k, v, _window(n, past, past)),
@@ -130,15 +131,15 @@ def check_causal_window_attention(student_fn, hidden: bool = False) -> str:
                  f"{(*lead, n, d_v)}, past = {past}")
         got = expect_tensor(call(student_fn, q, k, v, past), label, shape=(*lead, n, d_v))
         expect_finite(got, label)
-        if not torch.allclose(got.to(dtype), _dense(q, k, v, _window(n, past)), rtol=1e-4, atol=1e-5):
+        if not agree(got.to(dtype), _dense(q, k, v, _window(n, past))):
             _explain(got.to(dtype), q, k, v, past, label)
 
     extra = f" and {len(_HIDDEN_CASES)} hidden cases" if hidden else ""
-    agree = f"equal to dense attention under the causal window on {len(_CASES)} cases{extra}"
+    summary = f"equal to dense attention under the causal window on {len(_CASES)} cases{extra}"
     memory_limit = getattr(type(student_fn), "sandbox_memory_bytes", None)
     if memory_limit is not None:  # the grader: the code runs in a sandbox, measured there
-        return f"{agree}, and {_fits_the_sandbox(student_fn, memory_limit(student_fn), generator)}"
-    return f"{agree}, and {_measured_here(student_fn, generator)}"
+        return f"{summary}, and {_fits_the_sandbox(student_fn, memory_limit(student_fn), generator)}"
+    return f"{summary}, and {_measured_here(student_fn, generator)}"
 
 
 def _measured_here(student_fn, generator: torch.Generator) -> str:
@@ -222,7 +223,7 @@ def _fits_the_sandbox(student_fn, memory_bytes: int, generator: torch.Generator)
         raise
     got = expect_tensor(got, label, shape=(1, heads, n, d))
     expected = banded_reference(q, k, v, past)
-    if not torch.allclose(got.to(expected.dtype), expected, rtol=1e-4, atol=1e-5):
+    if not agree(got.to(expected.dtype), expected):
         raise Mistake("wrong_values", f"{label}: the output differs from attention under the "
                       "causal window (it was right on the small cases: does it change with N?).")
     return (f"at N = {n} it returned the right answer within the grader's memory limit of "
