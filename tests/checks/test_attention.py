@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from lectures_lib.attention import scaled_dot_product_attention as library_attention
-from lectures_lib.checks import CheckResult, check_scaled_dot_product_attention
+from lectures_lib.checks import check_scaled_dot_product_attention
 from lectures_lib.checks.attention import MISTAKE_CODES, _catalogue, _probes
 
 # ---------------------------------------------------------------------------------------------
@@ -413,23 +413,6 @@ def test_mistake_messages_are_specific():
 # ---------------------------------------------------------------------------------------------
 
 
-def _garbage_returns():
-    yield None
-    yield "attention"
-    yield (None, None)
-    yield ("out", 1)
-    yield (torch.zeros(2, dtype=torch.long), torch.zeros(3, dtype=torch.long))
-    yield ((torch.zeros(1),), [torch.zeros(1)])
-    yield (torch.tensor(float("nan")), torch.tensor(float("nan")))
-
-
-@pytest.mark.parametrize("value", list(_garbage_returns()), ids=repr)
-def test_garbage_results_never_raise(value):
-    result = check_scaled_dot_product_attention(lambda q, k, v, mask=None: value)
-    assert isinstance(result, CheckResult)
-    assert not result.passed and result.mistake in MISTAKE_CODES, result
-
-
 @pytest.mark.parametrize(
     "error", [ValueError("boom"), RuntimeError("shapes"), ZeroDivisionError(), RecursionError()]
 )
@@ -441,14 +424,6 @@ def test_student_exceptions_are_reported(error):
     assert result.mistake == "raised", result
     assert type(error).__name__ in result.message
     assert "line" in result.message and "raises" in result.message, "it names where it crashed"
-
-
-@pytest.mark.parametrize(
-    "not_a_function", [None, 3, "my_scaled_dot_product_attention", torch.ones(2)]
-)
-def test_not_callable(not_a_function):
-    result = check_scaled_dot_product_attention(not_a_function)
-    assert result.mistake == "not_callable" and not result.passed, result
 
 
 def test_requires_grad_and_wrong_signature():

@@ -530,17 +530,44 @@ def _infinite_recursion(*args, **kwargs):
     return _infinite_recursion(*args, **kwargs)
 
 
+def _draws_random_numbers(*args, **kwargs):
+    """Consumes the global RNG (the checker must restore the caller's state) and returns noise."""
+    return torch.rand(3, 3), torch.rand(3, 3)
+
+
+def _returning(value):
+    """A function of any signature that returns ``value``: a result of the wrong kind."""
+    def returns(*args, **kwargs):
+        return value
+    returns.__name__ = f"returns {value!r:.30}"
+    return returns
+
+
+#: Results of the wrong kind: tuples of the wrong length or type, integer, complex or 0-d
+#: tensors, NaN scalars, objects.
+ODD_RESULTS = [
+    None, "attention", (None, None), ("out", 1), 3.0, object(),
+    (torch.zeros(2, dtype=torch.long), torch.zeros(3, dtype=torch.long)),
+    ((torch.zeros(1),), [torch.zeros(1)]), (torch.tensor(math.nan), torch.tensor(math.nan)),
+    torch.zeros(()), torch.zeros(3, 3, dtype=torch.complex64),
+]
+
+
 GARBAGE = [
     _returns_none, _raises_value_error, _raises_system_exit, _no_arguments, _prints,
     _returns_numpy, _returns_single_numpy, _modifies_global, _wrong_shape, _returns_nan,
-    _returns_string, _returns_generator, _infinite_recursion,
+    _returns_string, _returns_generator, _infinite_recursion, _draws_random_numbers,
+    *map(_returning, ODD_RESULTS),
     lambda *args: None, lambda a, b, c, d, e, f, g, h: None,
-    "not a function", None, 42, torch.zeros(3),
+    "not a function", None, 42, torch.zeros(3), "my_scaled_dot_product_attention", torch.ones(2),
 ]
 
 
 @pytest.mark.parametrize("name", list(CORRECT))
 def test_checkers_never_raise_on_garbage(name, capsys):
+    """Every checker, given garbage (not callable, crashing, printing, recursing, drawing random
+    numbers, returning results of the wrong kind), returns a failed result naming a mistake and
+    leaves the caller's RNG as it was."""
     rng_before = torch.random.get_rng_state()
     for fn in GARBAGE:
         result = CHECKERS[name](fn)
