@@ -813,6 +813,132 @@ ROWS += [
     R(sentences.segmentation_f1, "fewer predictions", lambda: sentences.segmentation_f1([], [["老师"]]), ValueError, "one prediction per gold sentence"),
 ]
 
+# Issue 42: the refusal tests that stood outside the table (one row per case; their tests removed,
+# rows already in the table not repeated).
+
+
+def _qkv64(*batch, n=6, d_k=4, d_v=5, n_k=None):
+    """q, k, v in float64 as the variants' tests draw them: ``(*batch, n, d_k)`` etc."""
+    n_k = n if n_k is None else n_k
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(*batch, n, d_k, dtype=torch.float64, generator=g),
+            torch.randn(*batch, n_k, d_k, dtype=torch.float64, generator=g),
+            torch.randn(*batch, n_k, d_v, dtype=torch.float64, generator=g))
+
+
+def _clusters(rounds=1, n=6, value=0):
+    return torch.full((2, rounds, n), value, dtype=torch.long)
+
+
+def _xy(n=32):
+    x = floats(n, 4)
+    return x, (x[:, 0] > 0).long()
+
+
+def _fit(data, **kwargs):
+    return training.fit(nn.Linear(4, 2), data, epochs=1, progress=False, **kwargs)
+
+
+def _decode_step_of_another_batch():
+    model = models.Transformer(11, 9, d_model=16, num_heads=2, d_ff=32)
+    src = ids(5, 6)
+    memory, cache = model.encode(src), model.init_cache()
+    model.decode_step(torch.full((5, 1), 1), memory, cache, src=src)
+    return model.decode_step(torch.full((2, 1), 1), memory[:2], cache, src=src[:2])
+
+
+_SMALL_T = dict(d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=24)
+ROWS += [
+    # attention, layers, models
+    R(attention.split_heads, "num_heads not dividing d_model", lambda: attention.split_heads(floats(2, 5, 12), 5), ValueError, "d_model=12 (last dimension of x, shape (2, 5, 12)) is not divisible by num_heads=5"),
+    R(attention.split_heads, "2-D x of 12 features", lambda: attention.split_heads(floats(5, 12), 3), ValueError, "x must have 3 dimensions"),
+    R(attention.merge_heads, "3-D x of 12 features", lambda: attention.merge_heads(floats(2, 5, 12)), ValueError, "x must have 4 dimensions"),
+    *[R(attention.scaled_dot_product_attention, f"a {dtype} mask", lambda dtype=dtype: attention.scaled_dot_product_attention(*qkv(), torch.ones(4, 4, dtype=dtype)), TypeError, f"mask must have dtype torch.bool (True = may attend), got {dtype}") for dtype in (torch.float64, torch.int64, torch.uint8)],
+    R(layers.EncoderLayer, "2-D x", lambda: encoder_layer()(floats(3, 8)), ValueError, "x must have 3 dimensions"),
+    R(layers.EncoderLayer, "a float mask", lambda: encoder_layer()(floats(2, 3, 8), torch.ones(2, 1, 1, 3)), TypeError, "mask must have dtype torch.bool"),
+    R(layers.EncoderLayer, "a (batch, n) padding mask", lambda: encoder_layer()(floats(2, 3, 8), bools(2, 3)), ValueError, "A key-padding mask (batch, n_keys) needs shape (batch, 1, 1, n_keys)"),
+    R(layers.EncoderLayer, "activation 'tanh'", lambda: layers.EncoderLayer(8, 2, 16, activation="tanh"), ValueError, "activation must be 'relu' or 'gelu'"),
+    R(layers.EncoderLayer, "dropout 1.5", lambda: layers.EncoderLayer(8, 2, 16, dropout=1.5), ValueError, "dropout must be in [0, 1)"),
+    R(layers.DecoderLayer, "memory of width 6", lambda: decoder_layer()(floats(2, 3, 8), floats(2, 4, 6)), ValueError, "memory must have shape (batch, seq, d_model=8), got (2, 4, 6)"),
+    R(layers.DecoderLayer, "a memory mask of the target's shape", lambda: decoder_layer()(floats(2, 4, 8), floats(2, 7, 8), None, bools(4, 4)), ValueError, "mask with shape (4, 4) does not fit attention scores of shape (2, 2, 4, 7)"),
+    R(layers.DecoderLayer, "a (batch, n_src) memory mask", lambda: decoder_layer()(floats(2, 4, 8), floats(2, 7, 8), None, bools(2, 7)), ValueError, "mask with shape (2, 7) does not fit"),
+    R(layers.DecoderLayer, "a float target mask", lambda: decoder_layer()(floats(2, 4, 8), floats(2, 7, 8), torch.ones(4, 4)), TypeError, "mask must have dtype torch.bool"),
+    R(models.Transformer, "a source id outside the vocabulary", lambda: models.Transformer(11, 13, **_SMALL_T)(torch.tensor([[1, 11]]), torch.tensor([[1, 2]])), ValueError, "src holds token ids in [1, 11], but the vocabulary has 11 entries: ids must lie in [0, 10]"),
+    R(models.Transformer, "a target id outside the vocabulary", lambda: models.Transformer(11, 13, **_SMALL_T)(torch.tensor([[1, 2]]), torch.tensor([[1, 13]])), ValueError, "tgt holds token ids in [1, 13]"),
+    R(models.Transformer, "float source ids", lambda: models.Transformer(11, 13, **_SMALL_T)(torch.tensor([[1.0, 2.0]]), torch.tensor([[1, 2]])), TypeError, "src must have dtype integer"),
+    R(models.Transformer, "1-D source", lambda: models.Transformer(11, 13, **_SMALL_T)(torch.tensor([1, 2]), torch.tensor([[1, 2]])), ValueError, "src must have 2 dimensions"),
+    R(models.Transformer, "decode with memory of another batch", lambda: models.Transformer(11, 13, **_SMALL_T).decode(torch.tensor([[1, 2]]), floats(2, 3, 16)), ValueError, "have different batch sizes"),
+    R(models.Transformer, "decode_step without a cache", lambda: seq2seq().decode_step(ids(2, 1), floats(2, 4, 8), None), TypeError, "cache must come from init_cache(), got NoneType"),
+    R(models.Transformer, "decode_step on a cache of another batch", _decode_step_of_another_batch, ValueError, "tgt has batch size 2, but the cache holds 5 rows"),
+    R(models.EncoderTagger, "an attention instance as factory", lambda: models.EncoderTagger(8, 8, d_model=16, num_heads=2, attention=attention.MultiHeadAttention(16, 2)), TypeError, "pass the class, not an instance"),
+    R(models.EncoderTagger, "attention 'local'", lambda: models.EncoderTagger(8, 8, d_model=16, num_heads=2, attention="local"), TypeError, "attention must be None or a factory"),
+    R(models.Transformer, "a cross-attention factory returning a str", lambda: models.Transformer(8, 8, d_model=16, num_heads=2, cross_attention=lambda d, h, p: "attention"), TypeError, "the cross_attention factory must return an nn.Module, got str"),
+    R(models.TokenEmbedding, "forward_offset past max_len", lambda: models.TokenEmbedding(9, 8, max_len=16)(ids(5, 1), offset=256), ValueError, "positions 256 ... 256 exceed max_len=16 of the positional encoding"),
+    # training
+    R(training.fit, "tensors of different lengths", lambda: _fit((_xy()[0], _xy()[1][:10])), ValueError, "all tensors in train_data need the same first dimension"),
+    R(training.fit, "one tensor, not a tuple", lambda: _fit(_xy()[0]), TypeError, "train_data must be a tuple of tensors (inputs..., targets), got Tensor"),
+    R(training.fit, "no training example", lambda: _fit((_xy()[0][:0], _xy()[1][:0])), ValueError, "train_data holds no examples"),
+    R(training.fit, "no evaluation example", lambda: _fit(_xy(), eval_data=(_xy()[0][:0], _xy()[1][:0])), ValueError, "eval_data holds no examples"),
+    R(training.fit, "forward_fn returning the logits only", lambda: _fit(_xy(), forward_fn=lambda model, batch: model(batch[0])), TypeError, "forward_fn must return (logits, targets), got Tensor"),
+    R(training.evaluate, "batch_size 0", lambda: training.evaluate(nn.Linear(4, 2), _xy(), batch_size=0), ValueError, "batch_size must be >= 1, got 0"),
+    R(training.evaluate, "no example", lambda: training.evaluate(nn.Linear(4, 2), (_xy()[0][:0], _xy()[1][:0])), ValueError, "data holds no examples"),
+    R(training.evaluate, "every target ignored", lambda: training.evaluate(nn.Linear(4, 2), (_xy()[0], torch.full((32,), -1)), ignore_index=-1), ValueError, "every target in data is ignore_index=-1: there is nothing to evaluate"),
+    # variants: the efficient functions
+    R(local.local_attention, "window 2.0", lambda: local.local_attention(*_qkv64(2, n=5), 2.0), TypeError, "window must be an int"),
+    R(local.local_attention, "fewer queries than keys", lambda: local.local_attention(_qkv64(2, n=5)[0][:, :4], *_qkv64(2, n=5)[1:], 1), ValueError, "as many queries as keys (query i looks at keys i - window ... i + window), got q (2, 4, 4)"),
+    R(local.local_attention, "key_mask of another length", lambda: local.local_attention(*_qkv64(2, n=5), 1, key_mask=bools(2, 4)), ValueError, "key_mask must have shape (..., n) broadcasting to (2, 5)"),
+    R(local.local_attention, "dropout_p 1.5", lambda: local.local_attention(*_qkv64(2, n=5), 1, dropout_p=1.5), ValueError, "dropout_p must be in [0, 1)"),
+    *[R(api, case, call, error, phrase) for api, run in (
+        (local.local_attention, lambda q, k, v: local.local_attention(q, k, v, 1)),
+        (linear.linear_attention, lambda q, k, v: linear.linear_attention(q, k, v)),
+    ) for case, call, error, phrase in (
+        ("keys of another width", lambda run=run: run(_qkv64(2, n=5)[0], _qkv64(2, n=5)[1][..., :3], _qkv64(2, n=5)[2]), ValueError, "same feature size d_k"),
+        ("fewer values than keys", lambda run=run: run(*_qkv64(2, n=5)[:2], _qkv64(2, n=5)[2][:, :4]), ValueError, "keys and values must come in pairs"),
+        ("values of another batch", lambda run=run: run(*_qkv64(2, n=5)[:2], _qkv64(2, n=5)[2][:1]), ValueError, "same leading"),
+        ("1-D queries", lambda run=run: run(_qkv64(2, n=5)[0][0, 0], *_qkv64(2, n=5)[1:]), ValueError, "at least 2 dimensions"),
+        ("integer q, k, v", lambda run=run: run(*(t.long() for t in _qkv64(2, n=5))), TypeError, "must have dtype floating"),
+        ("keys of another dtype", lambda run=run: run(_qkv64(2, n=5)[0], _qkv64(2, n=5)[1].float(), _qkv64(2, n=5)[2]), TypeError, "share a dtype"),
+        ("queries as a list", lambda run=run: run(_qkv64(2, n=5)[0].tolist(), *_qkv64(2, n=5)[1:]), TypeError, "must be a torch.Tensor"),
+    )],
+    R(linear.linear_attention, "feature_map 'elu'", lambda: linear.linear_attention(*_qkv64(2, n=5), feature_map="elu"), TypeError, "feature_map must be callable, got str"),
+    R(linear.linear_attention, "features of another size for the queries", lambda: linear.linear_attention(_qkv64(2, n=5)[0][:, :3], *_qkv64(2, n=5)[1:], feature_map=lambda x: x[..., : x.shape[-2] - 1].exp()), ValueError, "feature_map must map queries and keys to the same number of features"),
+    R(linear.linear_attention, "causal with fewer queries than keys", lambda: linear.linear_attention(*_qkv64(n=4, n_k=6), causal=True), ValueError, "causal linear attention needs as many queries as keys"),
+    R(linear.linear_attention, "causal 1", lambda: linear.linear_attention(*_qkv64(n=4, n_k=6), causal=1), TypeError, "causal must be a bool"),
+    R(sparse.strided_attention, "fewer queries than keys", lambda: sparse.strided_attention(_qkv64(2)[0][:, :4], *_qkv64(2)[1:], 2), ValueError, "strided_attention is self-attention over positions: it needs as many queries as keys"),
+    R(sparse.strided_attention, "a float key_mask", lambda: sparse.strided_attention(*_qkv64(2), 2, key_mask=torch.ones(2, 6)), TypeError, "key_mask must have dtype bool"),
+    R(sparse.global_attention, "a global position past the end", lambda: sparse.global_attention(*_qkv64(2), [6]), ValueError, "global_positions must lie in [0, 5]"),
+    R(sparse.global_attention, "key_mask of another length", lambda: sparse.global_attention(*_qkv64(2), [0], key_mask=bools(2, 5)), ValueError, "key_mask must have shape"),
+    R(sparse.sparse_attention, "key_index for another length", lambda: sparse.sparse_attention(*_qkv64(2), torch.zeros(5, 2, dtype=torch.long)), ValueError, "key_index must have shape"),
+    R(sparse.sparse_attention, "key_index past the end", lambda: sparse.sparse_attention(*_qkv64(2), torch.full((6, 2), 6)), ValueError, "key_index entries must lie in [-1, 5]"),
+    R(clustering.random_rotations, "odd n_buckets 5", lambda: clustering.random_rotations(8, 5), ValueError, "n_buckets must be even"),
+    R(clustering.clustered_attention, "query cluster 2 of 2", lambda: clustering.clustered_attention(*_qkv64(2), _clusters(value=2), _clusters(), 2), ValueError, "query_clusters must lie in [0, 1]"),
+    R(clustering.clustered_attention, "key clusters for another length", lambda: clustering.clustered_attention(*_qkv64(2), _clusters(), _clusters(n=5), 2), ValueError, "key_clusters must have shape (..., rounds, 6)"),
+    R(clustering.clustered_attention, "rounds that differ", lambda: clustering.clustered_attention(*_qkv64(2), _clusters(), _clusters(rounds=2), 2), ValueError, "same number of rounds"),
+    R(clustering.lsh_buckets, "rotations for another d", lambda: clustering.lsh_buckets(_qkv64(2)[0], clustering.random_rotations(5, 4)), ValueError, "with the same d"),
+    R(clustering.LSHAttention, "odd n_buckets", lambda: clustering.LSHAttention(8, 2, n_buckets=3), ValueError, "n_buckets must be even"),
+    R(clustering.RoutingAttention, "n_clusters 0", lambda: clustering.RoutingAttention(8, 2, n_clusters=0), ValueError, "n_clusters must be >= 1"),
+    R(chunked.lsh_chunked_attention, "buckets for another length (batched)", lambda: chunked.lsh_chunked_attention(*_qkv64(2, 3, n=8), torch.zeros(1, 7, dtype=torch.long), 4), ValueError, "buckets must have shape (..., rounds >= 1, 8)"),
+    R(chunked.balanced_routing_attention, "a position twice in a cluster", lambda: chunked.balanced_routing_attention(*_qkv64(2, 3, n=8), torch.tensor([[1, 1]]), torch.tensor([[0, 1]])), ValueError, "query_members lists a position twice in one cluster"),
+    R(chunked.balanced_members, "size 9 of 8 vectors", lambda: chunked.balanced_members(_qkv64(2, 3, n=8, d_k=8)[0], torch.randn(2, 8, dtype=torch.float64), 9), ValueError, "size must be at most n = 8"),
+    R(local.local_attention, "key_mask of another length (batched)", lambda: local.local_attention(*_qkv64(2, 3, n=8), 2, key_mask=bools(5)), ValueError, "key_mask must have shape"),
+    # variants: the modules
+    *[R(cls, "a causal mask", lambda cls=cls, kwargs=kwargs: cls(8, 2, **kwargs)(*qkv(2, 6, 8), masks.causal_mask(6)), ValueError, f"{cls.__name__} never builds the N x N matrix") for cls, kwargs in ((low_rank.LinformerAttention, {"seq_len": 6}), (low_rank.CompressedAttention, {}), (sinkhorn.SinkhornAttention, {}))],
+    R(low_rank.LinformerAttention, "6 positions for seq_len 4", lambda: low_rank.LinformerAttention(8, 2, seq_len=4)(*qkv(2, 6, 8)), ValueError, "LinformerAttention was built for seq_len=4"),
+    R(low_rank.LinformerAttention, "k 0", lambda: low_rank.LinformerAttention(8, 2, seq_len=6, k=0), ValueError, "k must be >= 1"),
+    R(sinkhorn.SinkhornAttention, "fewer keys than queries", lambda: sinkhorn.SinkhornAttention(8, 2)(floats(2, 6, 8), floats(2, 4, 8), floats(2, 4, 8)), ValueError, "SinkhornAttention is self-attention: it needs as many queries as keys"),
+    R(sinkhorn.SinkhornAttention, "temperature 0", lambda: sinkhorn.SinkhornAttention(8, 2, temperature=0.0), ValueError, "temperature must be a finite number > 0"),
+    R(sparse.LongformerAttention, "one dilation for two heads", lambda: sparse.LongformerAttention(8, 2, dilations=(1,)), ValueError, "dilations must give one dilation per head (num_heads=2), got 1"),
+    R(sparse.LongformerAttention, "a global token past the sequence", lambda: sparse.LongformerAttention(8, 2, global_positions=(5,))(*qkv(1, 4, 8)), ValueError, "global_positions=[5] of LongformerAttention must lie inside the sequence"),
+    R(sparse.BigBirdAttention, "keys longer than the queries", lambda: sparse.BigBirdAttention(8, 2)(floats(1, 4, 8), floats(1, 5, 8), floats(1, 5, 8)), ValueError, "same length"),
+    # vision, the explorer, predict-first
+    R(vision.PatchClassifier, "2-D patches", lambda: vision.PatchClassifier(16, 4, 10, d_model=32, num_heads=2, num_layers=2, d_ff=64)(floats(16, 4)), ValueError, "patches must have 3 dimensions"),
+    R(vision.PatchClassifier, "integer patches for attention_maps", lambda: vision.PatchClassifier(16, 4, 10, d_model=32, num_heads=2, num_layers=2, d_ff=64).attention_maps(torch.zeros(2, 16, 4, dtype=torch.int64)), TypeError, "patches must have dtype floating"),
+    R(explorer.AttentionExplorer, "a str among the views", lambda: explorer.AttentionExplorer([explorer.AttentionView(**_VIEW), "not a view"]), TypeError, "views[1] must be an AttentionView"),
+    R(explorer.AttentionExplorer, "title 3", lambda: explorer.AttentionExplorer([explorer.AttentionView(**_VIEW)], title=3), TypeError, "title must be a str"),
+    R(predict.after_prediction, "a prediction returning an int", lambda: predict.after_prediction(lambda: 3, lambda: None), TypeError, "prediction must return the prediction as a str, got int"),
+]
+
+
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {

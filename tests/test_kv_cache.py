@@ -195,20 +195,6 @@ def test_decoders_never_emit_padding_or_begin_and_width_one_is_greedy():
                               greedy_scores, atol=1e-4), "scores use the decoders' distribution"
 
 
-def test_decode_step_checks_its_inputs():
-    model = _model(5)
-    src = _sources(5)
-    memory = model.encode(src)
-    with pytest.raises(TypeError, match="cache must come from init_cache"):
-        model.decode_step(torch.full((5, 1), BOS), memory, cache=None)
-    cache = model.init_cache()
-    model.decode_step(torch.full((5, 1), BOS), memory, cache, src=src)
-    with pytest.raises(ValueError, match="batch size 2, but the cache holds 5 rows"):
-        model.decode_step(torch.full((2, 1), BOS), memory[:2], cache, src=src[:2])
-    with pytest.raises(ValueError, match="exceed max_len"):
-        model.tgt_embed(torch.full((5, 1), BOS), offset=256)
-
-
 # ---- the cache rule; a refused call leaves the cache as it was ---------------------------
 
 

@@ -114,31 +114,6 @@ def test_decoder_layer_is_causal():
     assert not torch.allclose(layer(x, memory)[:, :4], layer(changed, memory)[:, :4])
 
 
-def test_bad_layer_inputs_raise_clear_errors():
-    layer = EncoderLayer(8, 2, 16)
-    with pytest.raises(ValueError, match="d_model=8"):
-        layer(torch.randn(2, 3, 6))
-    with pytest.raises(ValueError, match="3 dimensions"):
-        layer(torch.randn(3, 8))
-    with pytest.raises(TypeError, match="bool"):
-        layer(torch.randn(2, 3, 8), torch.ones(2, 1, 1, 3))
-    with pytest.raises(ValueError, match="mask"):
-        layer(torch.randn(2, 3, 8), torch.ones(2, 3, dtype=torch.bool))  # (batch, n) needs (batch,1,1,n)
-    with pytest.raises(ValueError, match="divisible"):
-        EncoderLayer(8, 3, 16)
-    with pytest.raises(ValueError, match="activation"):
-        EncoderLayer(8, 2, 16, activation="tanh")
-    with pytest.raises(ValueError, match="dropout"):
-        EncoderLayer(8, 2, 16, dropout=1.5)
-    decoder_layer = DecoderLayer(8, 2, 16)
-    with pytest.raises(ValueError, match="batch size"):
-        decoder_layer(torch.randn(2, 3, 8), torch.randn(3, 4, 8))
-    with pytest.raises(ValueError, match="memory"):
-        decoder_layer(torch.randn(2, 3, 8), torch.randn(2, 4, 6))
-    with pytest.raises(ValueError, match="mask"):
-        decoder_layer(torch.randn(2, 3, 8), torch.randn(2, 4, 8), memory_mask=torch.ones(3, 3, dtype=torch.bool))
-
-
 # ---------------------------------------------------------------------------------------------
 # Attention factories, attention maps, checks once
 # ---------------------------------------------------------------------------------------------
@@ -203,4 +178,3 @@ def test_bias_false_reaches_the_factory():
     layer = EncoderLayer(8, 2, 16, bias=False, attention=partial(RotaryAttention, max_len=64))
     assert layer.self_attn.q_proj.bias is None and layer.self_attn.out_proj.bias is None
     assert EncoderLayer(8, 2, 16, attention=RotaryAttention).self_attn.q_proj.bias is not None
-

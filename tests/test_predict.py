@@ -23,15 +23,6 @@ def test_with_a_prediction_it_runs_and_shows_the_prediction_first(capsys):
         "Your prediction: the max weight tends to 1", "result"]
 
 
-def test_bad_arguments_are_named():
-    with pytest.raises(TypeError, match="prediction must be a function"):
-        after_prediction("my guess", lambda: None)
-    with pytest.raises(TypeError, match="experiment must be a function"):
-        after_prediction(lambda: "x", None)
-    with pytest.raises(TypeError, match="prediction must return the prediction as a str, got int"):
-        after_prediction(lambda: 3, lambda: None)
-
-
 def test_another_error_in_the_prediction_is_not_hidden():
     def broken():
         raise ValueError("a bug in my cell")

@@ -92,19 +92,3 @@ def test_without_positions_the_model_sees_a_set_of_patches():
     with_positions = PatchClassifier(16, 4, 10, **VIT).eval()
     torch.nn.init.normal_(with_positions.position)
     assert not torch.allclose(with_positions(shuffled), with_positions(patches))
-
-
-def test_bad_inputs_are_refused_with_the_expected_shape():
-    model = PatchClassifier(16, 4, 10, **VIT)
-    with pytest.raises(ValueError, match=r"\(batch, 16, 4\).*got \(2, 9, 4\)"):
-        model(torch.rand(2, 9, 4))
-    with pytest.raises(ValueError, match="patches must have 3 dimensions"):
-        model(torch.rand(16, 4))
-    with pytest.raises(TypeError, match="patches must have dtype floating"):
-        model.attention_maps(torch.zeros(2, 16, 4, dtype=torch.int64))
-    with pytest.raises(ValueError, match="pooling"):
-        PatchClassifier(16, 4, 10, pooling="max")
-    with pytest.raises(ValueError, match=r"images must have shape \(batch, 8, 8\)"):
-        SmallCNN(8, 10)(torch.rand(2, 7, 7))
-    with pytest.raises(ValueError, match="pixels"):
-        PixelMLP(64, 10)(torch.rand(2, 7, 7))

@@ -129,12 +129,6 @@ def test_uniform_attention_is_the_mean_over_the_unmasked_positions():
             torch.testing.assert_close(out[b, :, i], mean)
 
 
-def test_uniform_attention_refuses_a_query_mask():
-    with pytest.raises(ValueError, match="mask"):
-        UniformAttention(8, 2)(torch.randn(1, 4, 8), torch.randn(1, 4, 8), torch.randn(1, 4, 8),
-                               causal_mask(4))
-
-
 def test_uniform_attention_function_all_masked_row_is_zero():
     v = torch.randn(2, 4, 3)
     out = uniform_attention(v, torch.zeros(2, 4, dtype=torch.bool))

@@ -162,24 +162,6 @@ def test_memory_is_linear_in_n_and_nothing_is_n_by_n():
         assert slope < 1.25, (name, slope)  # dense attention's is 2
 
 
-def test_bad_inputs_name_the_argument():
-    q, k, v = qkv(8)
-    with pytest.raises(ValueError, match="window"):
-        local_attention(q, k, v, -1)
-    with pytest.raises(ValueError, match="chunk_size"):
-        lsh_chunked_attention(q, k, v, torch.zeros(1, 8, dtype=torch.long), 0)
-    with pytest.raises(ValueError, match="buckets"):
-        lsh_chunked_attention(q, k, v, torch.zeros(1, 7, dtype=torch.long), 4)
-    with pytest.raises(ValueError, match="query_members"):
-        balanced_routing_attention(q, k, v, torch.tensor([[0, 9]]), torch.tensor([[0, 1]]))
-    with pytest.raises(ValueError, match="twice"):
-        balanced_routing_attention(q, k, v, torch.tensor([[1, 1]]), torch.tensor([[0, 1]]))
-    with pytest.raises(ValueError, match="size"):
-        balanced_members(q, torch.randn(2, 8, dtype=torch.float64), 9)
-    with pytest.raises(ValueError, match="key_mask"):
-        local_attention(q, k, v, 2, key_mask=torch.ones(5, dtype=torch.bool))
-
-
 @pytest.mark.parametrize("factory", [
     lambda: ReformerAttention(16, 2, n_buckets=4, n_hashes=2, chunk_size=5),
     lambda: ReformerAttention(16, 2, n_buckets=6, n_hashes=1, chunk_size=4, same_bucket=False),

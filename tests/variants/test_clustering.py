@@ -183,25 +183,6 @@ def test_routing_centroids_move_only_while_training():
     torch.testing.assert_close(module.centroids.norm(dim=-1), torch.ones(2, 3))
 
 
-def test_errors_name_argument_and_shapes():
-    q, k, v = random_qkv(2, n=6)
-    clusters = torch.zeros(2, 1, 6, dtype=torch.long)
-    with pytest.raises(ValueError, match="n_buckets must be even"):
-        random_rotations(8, 5)
-    with pytest.raises(ValueError, match=r"query_clusters must lie in \[0, 1\]"):
-        clustered_attention(q, k, v, clusters + 2, clusters, 2)
-    with pytest.raises(ValueError, match=r"key_clusters must have shape \(\.\.\., rounds, 6\)"):
-        clustered_attention(q, k, v, clusters, clusters[..., :5], 2)
-    with pytest.raises(ValueError, match="same number of rounds"):
-        clustered_attention(q, k, v, clusters, torch.zeros(2, 2, 6, dtype=torch.long), 2)
-    with pytest.raises(ValueError, match="same d"):
-        lsh_buckets(q, random_rotations(5, 4))
-    with pytest.raises(ValueError, match="n_buckets must be even"):
-        LSHAttention(8, 2, n_buckets=3)
-    with pytest.raises(ValueError, match="n_clusters must be >= 1"):
-        RoutingAttention(8, 2, n_clusters=0)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize(("rounds", "n_clusters"), [(1, 4), (3, 2), (2, 16)])
 def test_the_chunked_and_the_masked_dense_path_agree(dtype, rounds, n_clusters, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from lectures_lib.attention import MultiHeadAttention
-from lectures_lib.masks import causal_mask, key_padding_mask
+from lectures_lib.masks import key_padding_mask
 from lectures_lib.variants import SinkhornAttention, sinkhorn
 
 from .factory_helpers import retrieval_accuracy
@@ -46,15 +46,6 @@ def test_sinkhorn_is_stable_for_huge_scores_and_sorts_at_low_temperature():
     hard = sinkhorn(scores / 1e-3, 20)  # scores of 1000: exp would overflow float32
     assert torch.isfinite(hard).all()
     torch.testing.assert_close(hard, torch.eye(4)[permutation], atol=1e-6, rtol=0)
-
-
-def test_sinkhorn_errors():
-    with pytest.raises(ValueError, match=r"\(\.\.\., n, n\).*\(3, 4\)"):
-        sinkhorn(torch.zeros(3, 4))
-    with pytest.raises(ValueError, match="n_iters must be >= 1"):
-        sinkhorn(torch.zeros(3, 3), 0)
-    with pytest.raises(TypeError, match="log_scores must have dtype floating"):
-        sinkhorn(torch.zeros(3, 3, dtype=torch.long))
 
 
 def explicit_sinkhorn_heads(module, q, k, v, key_valid=None):
@@ -148,19 +139,6 @@ def test_sinkhorn_attention_memory_is_o_n_block():
         sizes[n] = probe.largest
         assert probe.largest <= 2 * n * 16 * 2, (n, probe.largest)
     assert sizes[4096] / sizes[2048] <= 2.2, sizes
-
-
-def test_sinkhorn_attention_refuses_what_it_cannot_do():
-    module = SinkhornAttention(8, 2)
-    x = torch.randn(2, 6, 8)
-    with pytest.raises(ValueError, match="SinkhornAttention.*causal mask is not supported"):
-        module(x, x, x, causal_mask(6))
-    with pytest.raises(ValueError, match="self-attention.*as many queries as keys"):
-        module(x, x[:, :4], x[:, :4])
-    with pytest.raises(ValueError, match="block_size must be >= 1"):
-        SinkhornAttention(8, 2, block_size=0)
-    with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
-        SinkhornAttention(8, 2, temperature=0.0)
 
 
 @pytest.mark.slow

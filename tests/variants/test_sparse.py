@@ -137,30 +137,3 @@ def test_module_patterns_per_head():
     assert torch.equal(bigbird.pattern(q, q)[0], torch.stack(heads))
     assert not torch.equal(heads[0], heads[1]), "each head has its own random links"
     assert torch.equal(heads[2], local_mask(n, 1) | global_mask(n, [0]) | random_mask(n, 2, 2))
-
-
-def test_errors_name_argument_and_shapes():
-    q, k, v = random_qkv(2, n=6)
-    with pytest.raises(ValueError, match="stride must be >= 1"):
-        strided_attention(q, k, v, 0)
-    with pytest.raises(ValueError, match="as many queries as keys"):
-        strided_attention(q[:, :4], k, v, 2)
-    with pytest.raises(ValueError, match=r"global_positions must lie in \[0, 5\]"):
-        global_attention(q, k, v, [6])
-    with pytest.raises(ValueError, match="key_mask must have shape"):
-        global_attention(q, k, v, [0], key_mask=torch.ones(2, 5, dtype=torch.bool))
-    with pytest.raises(TypeError, match="key_mask must have dtype bool"):
-        strided_attention(q, k, v, 2, key_mask=torch.ones(2, 6))
-    with pytest.raises(ValueError, match="key_index must have shape"):
-        sparse_attention(q, k, v, torch.zeros(5, 2, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"key_index entries must lie in \[-1, 5\]"):
-        sparse_attention(q, k, v, torch.full((6, 2), 6))
-    with pytest.raises(ValueError, match="one dilation per head"):
-        LongformerAttention(8, 2, dilations=(1,))
-    with pytest.raises(ValueError, match="global_positions.*inside the sequence"):
-        module = LongformerAttention(8, 2, global_positions=(5,))
-        x = torch.randn(1, 4, 8)
-        module(x, x, x)
-    with pytest.raises(ValueError, match="same length"):
-        module = BigBirdAttention(8, 2)
-        module(torch.randn(1, 4, 8), torch.randn(1, 5, 8), torch.randn(1, 5, 8))
