@@ -939,6 +939,40 @@ ROWS += [
 ]
 
 
+ROWS += [  # issue 42: the data tasks' refusal tests, as rows
+    R(utils.seed_everything, "a str seed", lambda: utils.seed_everything("0"), TypeError, "seed must be an int"),
+    R(utils.seed_everything, "None as seed", lambda: utils.seed_everything(None), TypeError, "seed must be an int"),
+    R(binding.binding_task, "n_pairs 0", lambda: binding.binding_task(4, seq_len=32, n_pairs=0), ValueError, "n_pairs"),
+    R(binding.binding_task, "n_filler -1", lambda: binding.binding_task(4, seq_len=32, n_filler=-1), ValueError, "n_filler"),
+    R(binding.binding_task, "seed -1", lambda: binding.binding_task(4, seq_len=32, seed=-1), ValueError, "seed"),
+    R(binding.binding_task, "seq_len 2.5", lambda: binding.binding_task(4, seq_len=2.5), TypeError, "seq_len"),
+    R(digits.digits_splits, "test_fraction 1", lambda: digits.digits_splits(1.0), ValueError, "test_fraction must be in [0, 1), got 1.0"),
+    R(digits.digits_splits, "test_fraction -0.1", lambda: digits.digits_splits(-0.1), ValueError, "test_fraction must be in [0, 1), got -0.1"),
+    R(labelling.lookup_features, "id 21 of 21", lambda: labelling.lookup_features(torch.tensor([0, 21]), 4, 4), ValueError, "token ids must lie in [0, 20]"),
+    R(labelling.lookup_features, "a negative id", lambda: labelling.lookup_features(torch.tensor([-1]), 4, 4), ValueError, "token ids must lie"),
+    R(labelling.lookup_features, "float ids", lambda: labelling.lookup_features(torch.tensor([0.0, 1.0]), 4, 4), TypeError, "tokens must have dtype integer"),
+    *[R(listops.listops_task, f"{name} {value!r}", lambda kwargs={name: value}: listops.listops_task(**{"n_examples": 4, "max_len": 64, **kwargs}), error, name) for name, value, error in (
+        ("n_examples", 0, ValueError), ("n_examples", 2.0, TypeError), ("max_len", True, TypeError),
+        ("min_len", 0, ValueError), ("max_depth", 1, ValueError), ("seed", -1, ValueError),
+        ("max_attempts", 0, ValueError))],
+    R(listops.listops_encode, "a list", lambda: listops.listops_encode(["[MAX", "1"]), TypeError, "expression must be a str"),
+    R(listops.listops_encode, "a two-digit number", lambda: listops.listops_encode("[MAX 1 12 ]"), ValueError, "expression must use the tokens"),
+    R(listops.listops_decode, "id 16", lambda: listops.listops_decode([1, 16]), ValueError, "ids must be ints in 0 ... 15"),
+    R(listops.listops_class_shares, "class 10", lambda: listops.listops_class_shares(torch.tensor([3, 10])), ValueError, "classes 0 ... 9"),
+    R(long_range.retrieval_task, "6 positions for 4 keys", lambda: long_range.retrieval_task(4, 6, n_keys=4), ValueError, "seq_len must be >= 2 * n_keys"),
+    R(long_range.retrieval_task, "n_examples 0", lambda: long_range.retrieval_task(0, 16), ValueError, "n_examples must be >= 1"),
+    R(long_range.retrieval_vocab_size, "n_values 0", lambda: long_range.retrieval_vocab_size(4, 0), ValueError, "n_values must be >= 1"),
+    R(ordering.best_order_blind_accuracy, "labels of 3 of 6 positions", lambda: ordering.best_order_blind_accuracy(ordering.make_flip_task(5, 4, 6).tokens, ordering.make_flip_task(5, 4, 6).labels[:, :3]), ValueError, "must have shape"),
+    *[R(sentences.split_sentences, f"n_test {bad!r}", lambda bad=bad: sentences.split_sentences(n_test=bad), ValueError, "n_test must be a positive int") for bad in (-1, 1.5, True)],
+    R(sequences.sequence_task_splits, "task 'shuffle'", lambda: sequences.sequence_task_splits("shuffle", 10, 10, 4, 5), ValueError, "task"),
+    R(sequences.reverse_task, "100 examples of 16 sequences", lambda: sequences.reverse_task(100, 2, 5), ValueError, "distinct"),
+    R(sequences.reverse_task, "min_len 6 for seq_len 4", lambda: sequences.reverse_task(10, 4, 5, min_len=6), ValueError, "min_len"),
+    R(sequences.reverse_task, "pad_id 5 of 5", lambda: sequences.reverse_task(10, 4, 5, pad_id=5), ValueError, "pad_id"),
+    R(sequences.reverse_task, "float n_examples", lambda: sequences.reverse_task(10.0, 4, 5), TypeError, "n_examples must be an int"),
+    R(translation.Vocab, "decode id 7", lambda: translation.Vocab(["a"]).decode([7]), ValueError, "not in the vocabulary"),
+]
+
+
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {

@@ -31,12 +31,6 @@ def test_seed_everything_makes_runs_repeat_and_pins_threads():
     assert not torch.equal(torch.rand(3), first[0])
 
 
-@pytest.mark.parametrize("bad", [1.5, "0", True, None])
-def test_seed_everything_rejects_non_integers(bad):
-    with pytest.raises(TypeError, match="seed must be an int"):
-        seed_everything(bad)
-
-
 def test_get_device_defaults_to_cuda_only_when_present(monkeypatch):
     monkeypatch.delenv("LECTURES_DEVICE", raising=False)
     expected = "cuda" if torch.cuda.is_available() else "cpu"

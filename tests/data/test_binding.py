@@ -71,16 +71,3 @@ def test_positions_are_spread():
     is_pair = (tokens >= pairs.start) & (tokens < pairs.stop)
     seen = is_pair.any(0)
     assert bool(seen[:63].all()), "every position but the query's holds a pair in some row"
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    ({"seq_len": 20}, "seq_len"),  # 12 distractors need a second half of 13
-    ({"seq_len": 32, "n_values": 1}, "n_values"),
-    ({"seq_len": 32, "n_pairs": 0}, "n_pairs"),
-    ({"seq_len": 32, "n_filler": -1}, "n_filler"),
-    ({"seq_len": 32, "seed": -1}, "seed"),
-    ({"seq_len": 2.5}, "seq_len"),
-])
-def test_bad_arguments_name_themselves(kwargs, match):
-    with pytest.raises((ValueError, TypeError), match=match):
-        binding_task(4, **kwargs)

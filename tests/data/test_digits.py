@@ -48,12 +48,6 @@ def test_the_split_is_fixed_by_its_seed():
     assert len(first[1].labels) == 450
 
 
-@pytest.mark.parametrize("test_fraction", [0.0, 1.0, -0.1, "0.2"])
-def test_a_bad_test_fraction_is_refused(test_fraction):
-    with pytest.raises((ValueError, TypeError), match="test_fraction"):
-        digits_splits(test_fraction)
-
-
 @pytest.mark.parametrize("patch_size, height, width", [(2, 8, 8), (4, 8, 8), (1, 3, 5), (3, 6, 9)])
 def test_patches_are_the_blocks_in_reading_order(patch_size, height, width):
     images = torch.randn(3, height, width)

@@ -10,7 +10,6 @@ import torch
 from lectures_lib.data import labelling
 from lectures_lib.data.labelling import (
     LOOKUP_IGNORE_INDEX,
-    lookup_features,
     lookup_labelling,
     lookup_labelling_splits,
     lookup_num_features,
@@ -181,14 +180,6 @@ def test_splits_do_not_overlap_and_are_deterministic():
         assert torch.equal(split.labels, reference_labels(split.tokens, 3, 2, 3))
 
 
-def test_splits_raise_when_too_few_distinct_sequences_exist():
-    # 2 letters, 2 values, length 3: 3 positions for 2 definitions and 1 letter -> few sequences.
-    with pytest.raises(ValueError, match="distinct sequences"):
-        lookup_labelling_splits(
-            200, 100, n_symbols=2, n_values=2, min_len=3, max_len=3, min_distance=1
-        )
-
-
 def test_vocabulary_helpers():
     assert lookup_vocab_size(4, 4) == 21 and lookup_pad_id(4, 4) == 20
     assert lookup_num_features(3, 5) == 10
@@ -217,14 +208,3 @@ def test_bad_arguments_raise_clear_errors(kwargs, error, pattern):
     kwargs = {"n_sequences": 10, **kwargs}
     with pytest.raises(error, match=pattern):
         lookup_labelling(**kwargs)
-
-
-def test_features_reject_bad_tokens():
-    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 20\]"):
-        lookup_features(torch.tensor([0, 21]), 4, 4)
-    with pytest.raises(ValueError, match="token ids must lie"):
-        lookup_features(torch.tensor([-1]), 4, 4)
-    with pytest.raises(TypeError, match="tokens must have dtype integer"):
-        lookup_features(torch.tensor([0.0, 1.0]), 4, 4)
-    with pytest.raises(TypeError, match="tokens must be a torch.Tensor"):
-        lookup_features([0, 1], 4, 4)

@@ -37,14 +37,3 @@ def test_deterministic_and_balanced_enough():
     assert not torch.equal(retrieval_task(2000, 32, seed=6)[0], a[0])
     counts = torch.bincount(a[1], minlength=4)
     assert bool((counts > 400).all()), counts
-
-
-def test_errors():
-    with pytest.raises(ValueError, match="seq_len must be >= 2 \\* n_keys"):
-        retrieval_task(4, 6, n_keys=4)
-    with pytest.raises(ValueError, match="n_examples must be >= 1"):
-        retrieval_task(0, 16)
-    with pytest.raises(TypeError, match="seed must be an int"):
-        retrieval_task(4, 16, seed=1.5)
-    with pytest.raises(ValueError, match="n_values must be >= 1"):
-        retrieval_vocab_size(4, 0)

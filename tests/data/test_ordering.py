@@ -101,11 +101,3 @@ def test_best_order_blind_accuracy_is_achieved_by_the_bag_rule():
 def test_generator_validates_its_arguments(args, kwargs, error, words):
     with pytest.raises(error, match=words):
         make_flip_task(*args, **kwargs)
-
-
-def test_bound_validates_its_arguments():
-    data = make_flip_task(5, 4, 6)
-    with pytest.raises(ValueError, match="must have shape"):
-        best_order_blind_accuracy(data.tokens, data.labels[:, :3])
-    with pytest.raises(ValueError, match="no labelled token"):
-        best_order_blind_accuracy(data.tokens, torch.full_like(data.labels, FLIP_IGNORE_INDEX))

@@ -104,12 +104,6 @@ def test_the_secret_split_depends_on_the_secret_only(pairs, splits):
         S.secret_split("", pairs)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
-def test_split_sizes_are_checked(pairs, bad):
-    with pytest.raises(ValueError, match="n_test"):
-        S.split_sentences(pairs, n_test=bad)
-
-
 def test_tokenisers():
     assert S.chinese_characters("你好， 老师。") == ["你", "好", "，", "老", "师", "。"]
     assert S.english_words("Hello, I'm Li. Don’t go!") == [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from lectures_lib.data import reverse_task, sequence_task_splits, sort_task
@@ -46,16 +45,3 @@ def test_splits_do_not_overlap():
     assert len(train_rows) == 300, "every training sequence is distinct"
     assert not train_rows & {tuple(row) for row in test_x.tolist()}
     assert torch.equal(test_y, test_x.flip(-1))
-
-
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="task"):
-        sequence_task_splits("shuffle", 10, 10, 4, 5)
-    with pytest.raises(ValueError, match="distinct"):
-        reverse_task(100, 2, 5)  # only 16 sequences of length 2 over 4 symbols exist
-    with pytest.raises(ValueError, match="min_len"):
-        reverse_task(10, 4, 5, min_len=6)
-    with pytest.raises(ValueError, match="pad_id"):
-        reverse_task(10, 4, 5, pad_id=5)
-    with pytest.raises(TypeError):
-        reverse_task(10.0, 4, 5)
