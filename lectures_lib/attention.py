@@ -69,7 +69,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(rules.query_and_key)
+@validated(rules.qkv_and_mask)
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     r"""Step 1, the relevance :math:`\alpha_{i,j} = q^i \cdot k^j / \sqrt{d_k}` of every key to
     every query: :math:`\alpha = Q K^\top / \sqrt{d_k}`.

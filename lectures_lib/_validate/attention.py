@@ -18,10 +18,6 @@ from .settings import check_settings, settings, tensor
 stacked_heads = settings("x", x=tensor(ndim=4))
 
 
-def query_and_key(q: object, k: object) -> None:
-    check_qkv(q, k, k)
-
-
 def scores_and_mask(scores: object, mask: object = None) -> None:
     check_tensor(scores, "scores", dtype="floating")
     if scores.dim() < 2:
@@ -33,9 +29,11 @@ def scores_and_mask(scores: object, mask: object = None) -> None:
 
 
 def qkv_and_mask(
-    q: object, k: object, v: object, mask: object = None, dropout_p: object = 0.0
+    q: object, k: object, v: object = None, mask: object = None, dropout_p: object = 0.0
 ) -> None:
-    check_qkv(q, k, v)
+    """Queries, keys (and values: without them, as attention_scores, the keys stand in), the
+    dropout probability and the mask against the scores ``(..., n_q, n_k)``."""
+    check_qkv(q, k, k if v is None else v)
     check_probability(dropout_p, "dropout_p")
     if mask is not None:
         check_mask(mask, (*q.shape[:-1], k.shape[-2]))

@@ -11,13 +11,11 @@ from ...utils import (
     check_tensor,
 )
 from .clustering import x_and_rotations
-from .shared import self_attention_qkv
+from .shared import fits, self_attention_qkv
 
 
 def _lead(shape, lead, name) -> None:
-    if len(shape) > len(lead) or any(
-        size not in (1, target) for size, target in zip(reversed(shape), reversed(lead), strict=False)
-    ):
+    if not fits(shape, lead):
         raise ValueError(
             f"the leading dimensions of {name} {tuple(shape)} must equal those of q {tuple(lead)} "
             "or be 1"

@@ -18,18 +18,20 @@ from ...utils import (
 )
 
 
+def fits(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...] | torch.Size) -> bool:
+    """``shape`` broadcasts to ``target`` without growing it: no more dimensions, and each one
+    (aligned from the right) equal to ``target``'s or 1."""
+    return len(shape) <= len(target) and all(
+        size in (1, goal) for size, goal in zip(reversed(shape), reversed(target), strict=False)
+    )
+
+
 def key_mask_shape(mask: object, leading_shape: tuple[int, ...] | torch.Size) -> None:
     """A key-padding mask for the efficient functions: bool ``(..., n)`` whose dimensions
     (aligned from the right) equal those of ``leading_shape`` = ``q.shape[:-1]`` or are 1."""
     check_tensor(mask, "key_mask", dtype="bool")
     leading_shape = tuple(leading_shape)
-    fits = 1 <= mask.dim() <= len(leading_shape) and mask.shape[-1] == leading_shape[-1]
-    if fits:
-        fits = all(
-            size in (1, target)
-            for size, target in zip(reversed(mask.shape), reversed(leading_shape), strict=False)
-        )
-    if not fits:
+    if not (mask.dim() >= 1 and mask.shape[-1] == leading_shape[-1] and fits(mask.shape, leading_shape)):
         raise ValueError(
             f"key_mask must have shape (..., n) broadcasting to {leading_shape} (the queries' "
             f"leading dimensions, n = {leading_shape[-1]} keys; each dimension equal or 1), got "

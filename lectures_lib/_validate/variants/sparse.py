@@ -11,7 +11,7 @@ from ...utils import (
     check_tensor,
 )
 from ..settings import settings
-from .shared import global_token_positions, int_sequence, self_attention_qkv
+from .shared import fits, global_token_positions, int_sequence, self_attention_qkv
 
 
 def strided_qkv(q, k, v, stride, *, need_weights=False, key_mask=None, dropout_p=0.0):
@@ -23,13 +23,8 @@ def _key_index(index: object, n: int, lead: tuple[int, ...] | None = None) -> No
     """``key_index``: integer ``(..., n, slots)`` with entries in ``[-1, n)`` (-1 = an empty
     slot); with ``lead`` (the queries' ``(..., n)``) its leading dimensions must broadcast to it."""
     check_tensor(index, "key_index", dtype="integer")
-    fits = index.dim() >= 2 and index.shape[-2] == n
-    if fits and lead is not None:
-        fits = index.dim() - 1 <= len(lead) and all(
-            size in (1, target)
-            for size, target in zip(reversed(index.shape[:-1]), reversed(lead), strict=False)
-        )
-    if not fits:
+    if not (index.dim() >= 2 and index.shape[-2] == n
+            and (lead is None or fits(index.shape[:-1], lead))):
         target = f" broadcasting to {tuple(lead)} + (slots,)" if lead is not None else ""
         raise ValueError(
             f"key_index must have shape (..., n={n}, slots){target}, got {tuple(index.shape)}"
