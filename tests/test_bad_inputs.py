@@ -973,6 +973,26 @@ ROWS += [  # issue 42: the data tasks' refusal tests, as rows
 ]
 
 
+ROWS += [  # issue 42: the refusals of the utils', masks' and decoders' tests, as rows
+    R(utils.check_tensor, "2-D for 3", lambda: utils.check_tensor(torch.zeros(2, 3), "x", ndim=3), ValueError, "must have 3 dimensions, got 2 (shape (2, 3))"),
+    R(utils.check_tensor, "floats for integer", lambda: utils.check_tensor(torch.zeros(2, 3), "x", dtype="integer"), TypeError, "must have dtype integer, got torch.float32"),
+    R(utils.check_tensor, "a free first dimension", lambda: utils.check_tensor(torch.zeros(2, 3), "x", shape=(None, 4)), ValueError, "must have shape (*, 4), got (2, 3)"),
+    R(utils.check_non_negative_int, "a bool", lambda: utils.check_non_negative_int(True, "n"), TypeError, "n must be an int, got bool"),
+    R(utils.check_bool, "None", lambda: utils.check_bool(None, "flag"), TypeError, "flag must be a bool"),
+    *[R(utils.check_probability, f"{bad!r}", lambda bad=bad: utils.check_probability(bad, "p"), ValueError, "p must be in [0, 1)") for bad in (-0.1,)],
+    R(masks.check_mask, "(batch, n_k) padding for 4-D scores", lambda: masks.check_mask(bools(2, 5), (2, 4, 3, 5)), ValueError, "mask with shape (2, 5) does not fit attention scores of shape (2, 4, 3, 5)"),
+    R(masks.check_mask, "5-D for 4-D scores", lambda: masks.check_mask(bools(1, 2, 4, 3, 5), (2, 4, 3, 5)), ValueError, "mask with shape (1, 2, 4, 3, 5) cannot be matched"),
+    R(masks.check_mask, "a 0-d mask", lambda: masks.check_mask(torch.tensor(True), (3, 5)), ValueError, "mask with shape () cannot be matched"),
+    R(masks.check_mask, "transposed (n_k, n_q)", lambda: masks.check_mask(bools(5, 3), (3, 5)), ValueError, "mask with shape (5, 3) does not fit"),
+    R(decoding.greedy_decode, "a model without encode", lambda: decoding.greedy_decode(object(), ids(2, 3), 3, 1, 2, 0), TypeError, "model must have an `encode` method"),
+    R(decoding.greedy_decode, "1-D src", lambda: decoding.greedy_decode(seq2seq(), ids(3), 3, 1, 2, 0), ValueError, "src must have 2 dimensions"),
+    R(decoding.greedy_decode, "max_len 0", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 0, 1, 2, 0), ValueError, "max_len must be >= 1"),
+    R(decoding.beam_search, "beam_width 0", lambda: decoding.beam_search(seq2seq(), ids(2, 3), 0, 3, 1, 2, 0), ValueError, "beam_width must be >= 1"),
+    R(decoding.greedy_decode, "eos_id outside the vocabulary", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 3, 1, 99, 0), ValueError, "eos_id=99 is not a token of the model's target vocabulary"),
+    R(decoding.beam_search, "length_penalty -1", lambda: decoding.beam_search(seq2seq(), ids(2, 3), 2, 3, 1, 2, 0, length_penalty=-1.0), ValueError, "length_penalty must be a finite number >= 0, got -1.0"),
+]
+
+
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {

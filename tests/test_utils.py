@@ -44,39 +44,17 @@ def test_get_device_defaults_to_cuda_only_when_present(monkeypatch):
             get_device()
 
 
-def test_check_tensor_names_expected_and_actual():
+def test_check_tensor_returns_what_it_accepts():
+    """(What it refuses, and how the message names the expected and the actual, are rows of
+    tests/test_bad_inputs.py.)"""
     x = torch.zeros(2, 3)
     assert check_tensor(x, "x", ndim=2, dtype="floating", shape=(2, None)) is x
-    with pytest.raises(TypeError, match="x must be a torch.Tensor, got an object of type list"):
-        check_tensor([1.0], "x")
-    with pytest.raises(ValueError, match=r"must have 3 dimensions, got 2 \(shape \(2, 3\)\)"):
-        check_tensor(x, "x", ndim=3)
-    with pytest.raises(TypeError, match="must have dtype integer, got torch.float32"):
-        check_tensor(x, "x", dtype="integer")
-    with pytest.raises(ValueError, match=r"must have shape \(\*, 4\), got \(2, 3\)"):
-        check_tensor(x, "x", shape=(None, 4))
-    with pytest.raises(ValueError, match="must be >= 1, got 0"):
-        check_positive_int(0, "n")
-    with pytest.raises(TypeError, match="must be an int, got float"):
-        check_positive_int(2.0, "n")
 
 
-def test_int_bool_and_probability_checks():
+def test_int_bool_and_probability_checks_return_the_value():
     assert check_non_negative_int(0, "n") == 0 and check_positive_int(3, "n") == 3
-    with pytest.raises(ValueError, match="n must be >= 0, got -1"):
-        check_non_negative_int(-1, "n")
-    with pytest.raises(TypeError, match="n must be an int, got bool"):
-        check_non_negative_int(True, "n")
     assert check_bool(False, "flag") is False
-    for bad in ("yes", 1, None):
-        with pytest.raises(TypeError, match="flag must be a bool"):
-            check_bool(bad, "flag")
     assert check_probability(0, "p") == 0.0
-    for bad in (1.0, -0.1, float("nan")):
-        with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
-            check_probability(bad, "p")
-    with pytest.raises(TypeError, match="p must be a float"):
-        check_probability("0.1", "p")
 
 
 def test_eval_mode_restores_every_submodule_even_after_an_error():
