@@ -12,7 +12,7 @@ from torch import nn
 
 from .._mask_check import check_mask, padding_shape
 from ..cache import KeyValueCache, kv_cache_problem
-from ..utils import check_bool, check_positive_int, check_probability, check_qkv, check_tensor
+from ..utils import check_positive_int, check_qkv, check_tensor
 from .settings import check_settings, settings, tensor
 
 stacked_heads = settings("x", x=tensor(ndim=4))
@@ -34,7 +34,7 @@ def qkv_and_mask(
     """Queries, keys (and values: without them, as attention_scores, the keys stand in), the
     dropout probability and the mask against the scores ``(..., n_q, n_k)``."""
     check_qkv(q, k, k if v is None else v)
-    check_probability(dropout_p, "dropout_p")
+    check_settings(dropout_p=dropout_p)
     if mask is not None:
         check_mask(mask, (*q.shape[:-1], k.shape[-2]))
 
@@ -151,7 +151,7 @@ def mha_inputs(
     """``MultiHeadAttention.check_inputs``, the door of ``forward``: the shapes, the masks,
     ``need_weights``, the positions."""
     mha_shape_check(module, query, key, value, mask, key_padding_mask)
-    check_bool(need_weights, "need_weights")
+    check_settings(need_weights=need_weights)
     if positions is not None:
         token_positions(positions, query, key)
 
@@ -190,7 +190,7 @@ def mha_cached_inputs(
 ) -> None:
     """``MultiHeadAttention.check_cached_inputs``, the door of ``forward_cached``: as
     ``forward``, plus the cache."""
-    check_bool(static, "static")
+    check_settings(static=static)
     problem = kv_cache_problem(module)
     if problem:
         raise TypeError(problem)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..utils import check_non_negative_int, check_tensor
+from ..utils import check_tensor
 from .settings import check_settings
 
 
@@ -44,7 +44,7 @@ def embedding_inputs(module: nn.Module, tokens: object, name: str = "tokens") ->
 
 def embedding_offset_inputs(self: nn.Module, tokens: object, offset: object = 0) -> None:
     self.check_inputs(tokens)
-    check_non_negative_int(offset, "offset")
+    check_settings(offset=offset)
     if offset + tokens.shape[1] > self.max_len:
         raise ValueError(
             f"positions {offset} ... {offset + tokens.shape[1] - 1} exceed max_len="

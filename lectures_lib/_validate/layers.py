@@ -12,9 +12,9 @@ from torch import nn
 
 from .._mask_check import check_mask
 from ..cache import KeyValueCache, kv_cache_problem
-from ..utils import check_bool, check_tensor
+from ..utils import check_tensor
 from .attention import sequence
-from .settings import positive_eps
+from .settings import check_settings, positive_eps
 
 
 def factory_takes_bias(factory: Callable, name: str) -> None:
@@ -70,7 +70,7 @@ def sublayer_inputs(x: object, sublayer: object, norm: object, norm_first: objec
                 f"{name} must be a callable taking and returning a tensor (a module or a "
                 f"function), got {type(function).__name__}"
             )
-    check_bool(norm_first, "norm_first")
+    check_settings(norm_first=norm_first)
 
 
 def feed_forward_inputs(self: nn.Module, x: object) -> None:
@@ -82,7 +82,7 @@ def encoder_layer_inputs(module: nn.Module, x: object, mask: object = None,
     sequence(x, "x", module.d_model)
     if mask is not None:
         check_mask(mask, (x.shape[0], module.num_heads, x.shape[1], x.shape[1]))
-    check_bool(need_weights, "need_weights")
+    check_settings(need_weights=need_weights)
 
 
 def decoder_layer_inputs(module: nn.Module, x: object, memory: object, tgt_mask: object = None,
@@ -99,7 +99,7 @@ def decoder_layer_inputs(module: nn.Module, x: object, memory: object, tgt_mask:
         check_mask(tgt_mask, (batch, module.num_heads, n_tgt, n_tgt))
     if memory_mask is not None:
         check_mask(memory_mask, (batch, module.num_heads, n_tgt, n_src))
-    check_bool(need_weights, "need_weights")
+    check_settings(need_weights=need_weights)
 
 
 def decoder_layer_cached_inputs(self: nn.Module, x: object, memory: object, cache: object,

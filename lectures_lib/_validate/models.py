@@ -10,7 +10,7 @@ from torch import nn
 
 from .._mask_check import check_mask
 from ..cache import DecoderCache, kv_cache_problem
-from ..utils import check_bool, check_non_negative_int, check_tensor
+from ..utils import check_non_negative_int, check_tensor
 from .attention import sequence
 from .embedding import token_ids
 from .layers import decoder_layer_cached_inputs
@@ -75,7 +75,7 @@ def tagger_inputs(self: nn.Module, tokens: object, mask: object = None,
     if mask is not None:
         batch, seq = tokens.shape
         check_mask(mask, (batch, _num_heads(self.encoder), seq, seq))
-    check_bool(need_weights, "need_weights")
+    check_settings(need_weights=need_weights)
 
 
 def encode_inputs(self: nn.Module, src: object, src_mask: object = None,
@@ -84,7 +84,7 @@ def encode_inputs(self: nn.Module, src: object, src_mask: object = None,
     if src_mask is not None:
         batch, n_src = src.shape
         check_mask(src_mask, (batch, _num_heads(self.encoder), n_src, n_src))
-    check_bool(need_weights, "need_weights")
+    check_settings(need_weights=need_weights)
 
 
 def decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: object = None,
@@ -104,7 +104,7 @@ def decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: object
         check_mask(tgt_mask, (batch, num_heads, n_tgt, n_tgt))
     if memory_mask is not None:
         check_mask(memory_mask, (batch, num_heads, n_tgt, n_src))
-    check_bool(need_weights, "need_weights")
+    check_settings(need_weights=need_weights)
     if src is None:
         return
     token_ids(src, "src", self.src_vocab_size)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import torch
 
 from ...utils import (
-    check_bool,
     check_positive_int,
     check_tensor,
 )
+from ..settings import check_settings
 from .clustering import x_and_rotations
 from .shared import fits, self_attention_qkv
 
@@ -47,7 +47,7 @@ def _members(members, n, name) -> None:
 
 def hashing_args(x, rotations, block=1024):
     x_and_rotations(x, rotations)
-    check_positive_int(block, "block")
+    check_settings(block=block)
 
 
 def bucket_chunks(buckets, chunk_size, *, same_bucket=True):
@@ -55,8 +55,7 @@ def bucket_chunks(buckets, chunk_size, *, same_bucket=True):
     if buckets.dim() < 2:
         raise ValueError(f"buckets must have shape (..., rounds, n), got {tuple(buckets.shape)}")
     _buckets(buckets, buckets.shape[-1])
-    check_positive_int(chunk_size, "chunk_size")
-    check_bool(same_bucket, "same_bucket")
+    check_settings(chunk_size=chunk_size, same_bucket=same_bucket)
 
 
 def lsh_chunked_qkv(q, k, v, buckets, chunk_size, *, same_bucket=True, exclude_self=False,
@@ -65,9 +64,7 @@ def lsh_chunked_qkv(q, k, v, buckets, chunk_size, *, same_bucket=True, exclude_s
                     " (queries and keys share one sort order)")
     _buckets(buckets, q.shape[-2])
     _lead(buckets.shape[:-2], q.shape[:-2], "buckets")
-    check_positive_int(chunk_size, "chunk_size")
-    check_bool(same_bucket, "same_bucket")
-    check_bool(exclude_self, "exclude_self")
+    check_settings(chunk_size=chunk_size, same_bucket=same_bucket, exclude_self=exclude_self)
 
 
 def balanced_args(x, centroids, size, valid=None):
@@ -86,7 +83,7 @@ def balanced_args(x, centroids, size, valid=None):
 
 
 def member_pair(query_members, key_members, n):
-    check_positive_int(n, "n")
+    check_settings(n=n)
     _members(query_members, n, "query_members")
     _members(key_members, n, "key_members")
 

@@ -6,15 +6,10 @@ from __future__ import annotations
 import torch
 
 from ...utils import (
-    check_bool,
-    check_non_negative_int,
-    check_positive_int,
-    check_probability,
     check_qkv,
-    check_seed,
     check_tensor,
 )
-from ..settings import settings
+from ..settings import check_settings, settings
 from .shared import key_mask_shape
 
 rotation_sizes = settings("d", "n_buckets", "n_hashes", "heads", "seed")
@@ -60,9 +55,7 @@ def kmeans_args(x, n_clusters, num_iters=10, seed=0):
     check_tensor(x, "x", dtype="floating")
     if x.dim() < 2 or x.shape[-2] == 0:
         raise ValueError(f"x must have shape (..., n >= 1, d), got {tuple(x.shape)}")
-    check_positive_int(n_clusters, "n_clusters")
-    check_non_negative_int(num_iters, "num_iters")
-    check_seed(seed)
+    check_settings(n_clusters=n_clusters, num_iters=num_iters, seed=seed)
 
 
 def cluster_id_pair(query_clusters, key_clusters):
@@ -82,9 +75,7 @@ def cluster_id_pair(query_clusters, key_clusters):
 def clustered_qkv(q, k, v, query_clusters, key_clusters, n_clusters, *,
                   need_weights=False, key_mask=None, dropout_p=0.0):
     check_qkv(q, k, v)
-    check_positive_int(n_clusters, "n_clusters")
-    check_bool(need_weights, "need_weights")
-    check_probability(dropout_p, "dropout_p")
+    check_settings(n_clusters=n_clusters, need_weights=need_weights, dropout_p=dropout_p)
     lead = tuple(q.shape[:-2])
     for name, clusters, n in (("query_clusters", query_clusters, q.shape[-2]),
                               ("key_clusters", key_clusters, k.shape[-2])):

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import torch
 
-from ...utils import check_bool, check_qkv, check_tensor
-from ..settings import settings, tensor
+from ...utils import check_qkv, check_tensor
+from ..settings import check_settings, settings, tensor
 
 floating_x = settings("x", x=tensor(dtype="floating"))
 
 
 def linear_qkv(q, k, v, feature_map=None, causal=False):
     check_qkv(q, k, v)
-    check_bool(causal, "causal")
+    check_settings(causal=causal)
     if causal and q.shape[-2] != k.shape[-2]:
         raise ValueError(
             "causal linear attention needs as many queries as keys (query i sees keys 0 ... i),"

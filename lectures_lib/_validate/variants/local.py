@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-from ...utils import check_non_negative_int, check_tensor
+from ...utils import check_tensor
+from ..settings import check_settings
 from .shared import self_attention_qkv
 
 
 def local_qkv(q, k, v, window, *, need_weights=False, key_mask=None, dropout_p=0.0):
     self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "local attention",
                        " (query i looks at keys i - window ... i + window)")
-    check_non_negative_int(window, "window")
+    check_settings(window=window)
 
 
 def band_shape(band_weights):

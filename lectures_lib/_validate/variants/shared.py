@@ -9,13 +9,12 @@ from collections.abc import Sequence
 import torch
 
 from ...utils import (
-    check_bool,
     check_non_negative_int,
     check_positive_int,
-    check_probability,
     check_qkv,
     check_tensor,
 )
+from ..settings import check_settings
 
 
 def fits(shape: tuple[int, ...] | torch.Size, target: tuple[int, ...] | torch.Size) -> bool:
@@ -47,10 +46,10 @@ def self_attention_qkv(q, k, v, need_weights, mask, dropout_p, name: str, why: s
             f"{name} is self-attention over positions: it needs as many queries as keys{why}, "
             f"got q {tuple(q.shape)} and k {tuple(k.shape)}"
         )
-    check_bool(need_weights, "need_weights")
+    check_settings(need_weights=need_weights)
     if mask is not None:
         key_mask_shape(mask, q.shape[:-1])
-    check_probability(dropout_p, "dropout_p")
+    check_settings(dropout_p=dropout_p)
 
 
 def global_token_positions(global_positions: object, n: int, name: str = "global_positions") -> None:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from ...utils import check_positive_int, check_tensor
+from ...utils import check_tensor
+from ..settings import check_settings
 
 
 def square_log_scores(log_scores, n_iters=8):
@@ -13,4 +14,4 @@ def square_log_scores(log_scores, n_iters=8):
             "log_scores must have shape (..., n, n) (a square matrix per block pair), got "
             f"{tuple(log_scores.shape)}"
         )
-    check_positive_int(n_iters, "n_iters")
+    check_settings(n_iters=n_iters)

@@ -6,17 +6,15 @@ from __future__ import annotations
 from functools import partial
 
 from ...utils import (
-    check_non_negative_int,
-    check_positive_int,
     check_tensor,
 )
-from ..settings import settings
+from ..settings import check_settings, settings
 from .shared import fits, global_token_positions, int_sequence, self_attention_qkv
 
 
 def strided_qkv(q, k, v, stride, *, need_weights=False, key_mask=None, dropout_p=0.0):
     self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "strided_attention")
-    check_positive_int(stride, "stride")
+    check_settings(stride=stride)
 
 
 def _key_index(index: object, n: int, lead: tuple[int, ...] | None = None) -> None:
@@ -37,7 +35,7 @@ def _key_index(index: object, n: int, lead: tuple[int, ...] | None = None) -> No
 
 
 def key_index_pattern(n, key_index, global_positions=None):
-    check_positive_int(n, "n")
+    check_settings(n=n)
     _key_index(key_index, n)
     if global_positions is not None:
         global_token_positions(global_positions, n)
@@ -63,7 +61,7 @@ def global_qkv(q, k, v, global_positions, *, need_weights=False, key_mask=None,
 
 
 def longformer_settings(module, window, dilations, global_positions):
-    check_non_negative_int(window, "window")
+    check_settings(window=window)
     int_sequence(dilations, "dilations", low=1)
     if len(dilations) != module.num_heads:
         raise ValueError(
