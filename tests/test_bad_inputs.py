@@ -993,6 +993,15 @@ ROWS += [  # issue 42: the refusals of the utils', masks' and decoders' tests, a
 ]
 
 
+ROWS += [  # issue 42: the positional tests' refusals, as rows
+    R(positional.RotaryEmbedding, "odd d_head 7", lambda: positional.RotaryEmbedding(7), ValueError, "d_head must be even, got 7"),
+    R(positional.RotaryEmbedding, "x of 6 features for d_head 8", lambda: positional.RotaryEmbedding(8, max_len=6)(floats(2, 6)), ValueError, "x must have shape (..., seq, d_head=8), got (2, 6)"),
+    R(positional.RotaryAttention, "from_torch with kdim and vdim 4", lambda: positional.RotaryAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4)), ValueError, "kdim and vdim must equal embed_dim"),
+    R(positional.RotaryAttention, "query of 4 features", lambda: positional.RotaryAttention(8, num_heads=2)(*qkv(2, 3, 4)), ValueError, "query must have shape (batch, seq, 8)"),
+    R(positional.RotaryAttention, "a 3-D mask", lambda: positional.RotaryAttention(8, num_heads=2)(*qkv(2, 3, 8), bools(3, 3, 3)), ValueError, "is 3-D, which is ambiguous"),
+]
+
+
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {

@@ -72,8 +72,6 @@ def test_large_positions_stay_accurate_in_float32():
 def test_sinusoidal_device_and_dtype_arguments():
     table = sinusoidal_encoding(3, 4, dtype=torch.float16, device="cpu")
     assert table.dtype == torch.float16 and table.device.type == "cpu"
-    with pytest.raises(TypeError, match="floating"):
-        sinusoidal_encoding(3, 4, dtype=torch.int64)
 
 
 def test_shift_is_a_fixed_rotation_and_dot_products_depend_on_offset_only():
@@ -225,10 +223,6 @@ def test_rotary_embedding_module_equals_function():
     assert torch.allclose(module(x, positions), apply_rotary(x, positions), atol=1e-6)
     x64 = torch.randn(3, 8, dtype=torch.float64)
     assert torch.allclose(module(x64), rotary_by_complex_numbers(x64, torch.arange(3)), atol=1e-12)
-    with pytest.raises(ValueError, match="d_head must be even, got 7"):
-        RotaryEmbedding(7)
-    with pytest.raises(ValueError, match=r"d_head=8\), got \(2, 6\)"):
-        module(torch.randn(2, 6))
 
 
 def test_rotary_attention_without_rotation_is_multi_head_attention():
@@ -254,8 +248,6 @@ def test_rotary_attention_from_torch():
     out, _ = ours(x, x, x, positions=torch.zeros(4))
     expected, _ = reference(x, x, x)
     assert torch.allclose(out, expected, atol=1e-6)
-    with pytest.raises(ValueError, match="kdim and vdim must equal embed_dim"):
-        RotaryAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
 
 
 def test_rotary_attention_is_translation_invariant_and_masks():
@@ -280,20 +272,11 @@ def test_rotary_attention_is_translation_invariant_and_masks():
     assert none is None and torch.allclose(fast, masked_out, atol=1e-5)
 
 
-def test_rotary_attention_gradients_and_errors():
+def test_rotary_attention_gradients():
     attention = RotaryAttention(8, num_heads=2)
     x = torch.randn(2, 3, 8, requires_grad=True)
     attention(x, x, x)[0].sum().backward()
     assert x.grad is not None and attention.q_proj.weight.grad.abs().sum() > 0
-    with pytest.raises(ValueError, match=r"even d_head.*d_head=3"):
-        RotaryAttention(6, num_heads=2)
-    with pytest.raises(ValueError, match=r"positions must have shape \(seq,\) or \(batch, seq\)"):
-        attention(x, x, x, positions=torch.arange(4))
-    short = torch.randn(2, 3, 4)
-    with pytest.raises(ValueError, match=r"query must have shape \(batch, seq, 8\)"):
-        attention(short, short, short)
-    with pytest.raises(ValueError, match="mask"):
-        attention(x, x, x, torch.ones(3, 3, 3, dtype=torch.bool))
 
 
 def test_rotary_attention_is_an_override_of_project_only():
