@@ -142,3 +142,47 @@ def test_the_student_version_comes_from_the_installed_course_in_each_language():
     assert "### BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
     with pytest.raises(FileNotFoundError, match="not a course notebook"):
         A.student_version("99_nothing", "en")
+
+
+def test_collect_of_a_released_assignment_takes_its_notebooks_its_deadline_and_the_edited_copy(
+        tmp_path):
+    from course_tools.classroom.operations import collect
+
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "class.json").write_text(json.dumps([
+        {"username": name, "language": "en"} for name in ("ann", "ben", "cai")]))
+    v1, v2 = _nb("raise NotImplementedError()"), _nb("# corrected\nraise NotImplementedError()")
+    deadline = datetime(2026, 12, 5, 12, 0).astimezone()
+    A.save(hub, _assignment(deadline=deadline, releases=(
+        A.Release(1, "t", {"en": {"01_self_attention": A.fingerprint(v1)}}),
+        A.Release(2, "t", {"en": {"01_self_attention": A.fingerprint(v2)}}))))
+    work = _nb("def answer():\n    return 42")
+
+    def submit(student: str, stamp: str, files: dict[str, dict]) -> None:
+        run = hub / "exchange" / student / f"{stamp}-abc123"
+        run.mkdir(parents=True)
+        for name, nb in files.items():
+            (run / name).write_text(json.dumps(nb))
+
+    # ann: on time, worked in her first copy and left the correction unedited
+    submit("ann", "20261205T110000", {"01_self_attention.ipynb": work,
+                                      "01_self_attention.v2.ipynb": v2,
+                                      "02_multi_head_attention.ipynb": v1})
+    # ben: late, worked in the correction; an earlier on-time submission of 02 only
+    submit("ben", "20261205T100000", {"02_multi_head_attention.ipynb": work})
+    submit("ben", "20261205T130500", {"01_self_attention.ipynb": v1,
+                                      "01_self_attention.v2.ipynb": work})
+    rows = {row.student: row for row in collect(hub, tmp_path / "submitted",
+                                                 assignment="ps1")}
+    assert rows["cai"].folder is None  # no submission
+    assert rows["ann"].late is None and rows["ann"].notebooks == ("01_self_attention.ipynb",)
+    assert rows["ben"].late == timedelta(hours=1, minutes=5)
+    for student in ("ann", "ben"):
+        folder = tmp_path / "submitted" / student / "ps1"
+        assert sorted(p.name for p in folder.iterdir()) == ["01_self_attention.ipynb",
+                                                            "timestamp.txt"]
+        graded = json.loads((folder / "01_self_attention.ipynb").read_text())
+        assert A.fingerprint(graded) == A.fingerprint(work)  # the copy the student edited
+    stamp = datetime.fromisoformat((tmp_path / "submitted/ben/ps1/timestamp.txt").read_text())
+    assert stamp == datetime(2026, 12, 5, 13, 5).astimezone()
