@@ -181,7 +181,8 @@ def test_collect_of_a_released_assignment_takes_its_notebooks_its_deadline_and_t
     for student in ("ann", "ben"):
         folder = tmp_path / "submitted" / student / "ps1"
         assert sorted(p.name for p in folder.iterdir()) == ["01_self_attention.ipynb",
-                                                            "timestamp.txt"]
+                                                            "language.txt", "timestamp.txt"]
+        assert (folder / "language.txt").read_text() == "en"
         graded = json.loads((folder / "01_self_attention.ipynb").read_text())
         assert A.fingerprint(graded) == A.fingerprint(work)  # the copy the student edited
     stamp = datetime.fromisoformat((tmp_path / "submitted/ben/ps1/timestamp.txt").read_text())
