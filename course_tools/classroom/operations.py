@@ -404,7 +404,7 @@ def _collect_main(argv: list[str]) -> int:
     late = [row.student for row in rows if row.late]
     print(f"{len(rows) - len(missing)} of {len(rows)} collected; no submission: "
           f"{', '.join(missing) or 'none'}" + (f"; late: {', '.join(late) or 'none'}"
-                                              if deadline is not None else ""))
+                                              if deadline is not None or late else ""))
     return 0
 
 
