@@ -208,9 +208,15 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
         assert rows[ALICE]["late_submission_penalty"] == "0.0"
         _run(Path(sys.executable), "-m", "nbgrader", "export", cwd=course, env=env)
         exported = _csv((course / "grades.csv").read_text())
+        from course_tools.grading._report import format_nbgrader_csv
+
+        per_notebook = _csv(format_nbgrader_csv([reports[ALICE], reports[BOB]], [ALICE, BOB]))
         for name in (ALICE, BOB):  # nbgrader's own export: the same names, points and maxima
             assert {k: exported[name][k] for k in ("assignment", "raw_score", "max_score")} == \
                 {k: rows[name][k] for k in ("assignment", "raw_score", "max_score")}
+            # and grade --format nbgrader-csv (one notebook: its row is the assignment's)
+            assert {k: per_notebook[name][k] for k in ("raw_score", "max_score")} == \
+                {k: exported[name][k] for k in ("raw_score", "max_score")}
 
         # 8. a written answer graded by hand (what formgrader stores), then nbgrader's feedback
         from nbgrader.api import Gradebook
