@@ -352,7 +352,7 @@ def pick_submitted(assignment: Assignment, language: str, files: list[Path]
             try:
                 if fingerprint(json.loads(path.read_text(encoding="utf-8"))) not in released:
                     edited.append(path)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 edited.append(path)  # unreadable: the grader reports it as such
         if candidates:
             chosen[stem] = edited[0] if edited else candidates[0][1]
