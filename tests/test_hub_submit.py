@@ -9,8 +9,9 @@ real Unix users (tests/test_hub_browser.py's hub), Debian's Chromium:
   submitted for the classmate (the page refuses to be framed; another origin reads no form and
   its posts are refused), while the classmate's own visit submits;
 * issue 41: a zh-CN student's JupyterLab has a *课程* menu (no nbgrader menus): *Save All*, then
-  *提交作业…* opens the submit page in Chinese, which submits ONE assignment (its notebook as
-  saved) after a confirmation, and lists the submission with its time.
+  *提交作业…* opens the submit page in Chinese, which offers the released assignment with its
+  deadline, submits it (its notebook as saved, not the other six) after a confirmation, and
+  lists the submission with its time.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -139,10 +142,21 @@ def test_a_student_submits_one_assignment_from_jupyterlab_in_their_language(brow
     url, hub_dir, passwords = hub
     name = list(STUDENTS)[1]  # zh-CN
     context, page = _log_in(browser, url, name, passwords[name])
+    # the instructor releases assignment ps1 (notebook 01) with a deadline (tests/tooling/
+    # test_assignments.py tests the release itself); the hub's Python, which students can run
+    python = hub_dir.parent / "python" / "bin" / "python"  # test_hub_browser._class_python's
+    released = subprocess.run(
+        [str(python if python.exists() else sys.executable), "-m", "course_tools", "hub",
+         "release", str(hub_dir), "ps1", ASSIGNMENT, "--deadline", "2099-01-01T12:00+00:00",
+         "--student", name], capture_output=True, text=True)
+    assert released.returncode == 0, released.stdout + released.stderr
     try:
         menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
         assert "课程" in menus, menus
         assert not [m for m in menus if "nbgrader" in m.lower()], menus
+        config = page.evaluate(
+            "JSON.parse(document.getElementById('jupyter-config-data').textContent)")
+        assert "@jupyter/nbgrader" in config["disabledExtensions"], config["disabledExtensions"]
         page.locator(".jp-DirListing-item", has_text=NOTEBOOK).dblclick()
         panel = page.locator(".jp-NotebookPanel:visible")
         panel.wait_for(timeout=60_000)
@@ -168,12 +182,15 @@ def test_a_student_submits_one_assignment_from_jupyterlab_in_their_language(brow
         sync_api.expect(submit.locator("h1")).to_have_text("提交作业")
         sync_api.expect(submit.locator("#save")).to_contain_text("请先保存")
         sync_api.expect(submit.locator("#earlier")).to_have_text("还没有提交。")
-        submit.check(f"input[value='{ASSIGNMENT}']")
+        offered = submit.locator("input[name=assignment]")
+        assert [offered.nth(i).get_attribute("value") for i in range(offered.count())] == ["ps1"]
+        sync_api.expect(submit.locator("fieldset")).to_contain_text("截止 2099-01-01")
+        submit.check("input[value='ps1']")
         submit.click("#submit")
         sync_api.expect(submit.locator("#notebooks")).to_have_text(NOTEBOOK)
         submit.click("#confirm")
         sync_api.expect(submit.locator("#message")).to_have_text(
-            f"已提交“{ASSIGNMENT}”：{NOTEBOOK}", timeout=60_000)
+            f"已提交“ps1”：{NOTEBOOK}", timeout=60_000)
         (run,) = _runs(hub_dir, name)
         assert [p.name for p in run.iterdir()] == [NOTEBOOK], "one assignment, not every notebook"
         assert "saved-before-submit" in (run / NOTEBOOK).read_text(), "the saved edit"

@@ -44,6 +44,7 @@ import argparse
 import hmac
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -407,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="write HUBDIR/jupyterhub_config.py and stop")
     operations.add_options(parser)  # --idle-timeout, --admin
     args = parser.parse_args(argv)
+    if args.subdomain_host and not re.fullmatch(r"https?://[a-z0-9.-]+(:\d+)?", args.subdomain_host):
+        parser.error(f"--subdomain-host must be http(s)://HOST[:PORT], got {args.subdomain_host!r}")
     absent = operations.accounts_absent(args.class_list) if args.create_users else []
     try:
         limits = StudentLimits(memory_bytes=int(args.memory_per_student * 2**30),

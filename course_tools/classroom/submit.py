@@ -32,13 +32,14 @@ from course_tools.classroom.roster import STUDENT_FOLDERS, SUBMIT_LIMIT, _class
 
 # Runs as the student (subprocess user=): their notebooks as JSON on stdout, nothing else.
 READER = r"""
-import json, os, sys
+import json, os, re, sys
 folder, limit, each, found, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), {}, 0
-wanted = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
-for name in wanted if wanted is not None else sorted(os.listdir(folder)):
+stems = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None  # an assignment's notebooks
+for name in sorted(os.listdir(folder)):
     path = os.path.join(folder, name)
-    if wanted is not None and not (os.path.isfile(path) and not os.path.islink(path)):
-        sys.exit(f"{name} is not a notebook in your folder {folder}")
+    kept = re.fullmatch(r"(.+?)(\.v\d+)?\.ipynb", name)  # NAME.ipynb, a correction NAME.vN.ipynb
+    if stems is not None and not (kept and kept.group(1) in stems):
+        continue
     if name.endswith(".ipynb") and os.path.isfile(path) and not os.path.islink(path):
         with open(path, encoding="utf-8") as file:
             found[name] = file.read(each + 1)
@@ -47,10 +48,14 @@ for name in wanted if wanted is not None else sorted(os.listdir(folder)):
             sys.exit(f"{name} is larger than {each} bytes, the most a notebook may be")
         if size > limit:
             sys.exit("the submission is larger than the limit")
+missing = sorted(set(stems or ()) - {re.sub(r"(\.v\d+)?\.ipynb$", "", n) for n in found})
+if missing:
+    sys.exit(f"{missing[0]}.ipynb is not in your folder {folder}")
 json.dump(found, sys.stdout)
 """
 
 NOTEBOOK_NAME = r"[\w.-]+\.ipynb"  # what a submitted file may be called
+NOTEBOOK_STEM = r"\w[\w-]*"  # an assignment's notebook, named without .ipynb
 PARSE_MEMORY = 512 * 2**20  # bytes the process that parses one submission may add
 PARSE_SECONDS = 60.0  # and how long it may take
 SUBMISSIONS_PER_STUDENT = 100  # a student's submissions kept in the exchange, at most
@@ -129,8 +134,10 @@ def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_S
            max_bytes: int = BYTES_PER_STUDENT, notebooks: tuple[str, ...] | None = None
            ) -> list[str]:
     """Copy ``username``'s notebooks (read as that user) into the exchange; returns the names.
-    ``notebooks``: just these (one assignment's; each must be in the student's folder), else
-    every notebook there. Each notebook at most the grader's size (``MAX_SUBMISSION_BYTES``),
+    ``notebooks``: one assignment's notebooks by stem (``01_self_attention``): each
+    ``STEM.ipynb`` and its corrected copies ``STEM.vN.ipynb`` (a re-release puts them beside an
+    edited notebook; ``hub collect`` picks the one to grade), each stem's file required; else
+    every notebook of the folder. Each notebook at most the grader's size (``MAX_SUBMISSION_BYTES``),
     parsed in a process of its own under a memory and a time limit; at most ``submissions``
     submissions and ``max_bytes`` bytes per student."""
     import pwd
@@ -142,9 +149,10 @@ def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_S
     folder = home / "course" / STUDENT_FOLDERS[language]
     wanted = []
     if notebooks is not None:
-        if not notebooks or not all(isinstance(n, str) and re.fullmatch(NOTEBOOK_NAME, n)
+        if not notebooks or not all(isinstance(n, str) and re.fullmatch(NOTEBOOK_STEM, n)
                                     for n in notebooks):
-            raise ValueError(f"notebooks must be notebook file names, got {notebooks!r:.200}")
+            raise ValueError(f"notebooks must be notebooks' names without .ipynb, got "
+                             f"{notebooks!r:.200}")
         wanted = [json.dumps(sorted(set(notebooks)))]
     result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(SUBMIT_LIMIT),
                              str(MAX_SUBMISSION_BYTES), *wanted],
@@ -249,7 +257,7 @@ def serve_submit(hub_dir: Path, submissions: int = SUBMISSIONS_PER_STUDENT,
             return name, _class(hub_dir).get(name, "en")
 
         def assignments(self) -> list:
-            return submit_page.course_assignments()
+            return submit_page.open_assignments(hub_dir)
 
         def show(self, message: str = "") -> None:
             name, language = self.student()

@@ -83,18 +83,25 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;p
 
 @dataclass(frozen=True)
 class Assignment:
-    """What a student may submit as one piece: its notebooks, and its deadline (None: none)."""
+    """What a student may submit as one piece: its notebooks (stems: ``01_self_attention``),
+    and its deadline (aware; None: none)."""
 
     name: str
     notebooks: tuple[str, ...]
     deadline: datetime | None = None
 
 
-def course_assignments() -> list[Assignment]:
-    """Without released assignments: each of the course's notebooks is one assignment."""
+def open_assignments(hub_dir: Path) -> list[Assignment]:
+    """What the page offers: the assignments the instructor released (``hub release``,
+    :mod:`.assignments`), by deadline; before any release, each course notebook is one."""
+    from course_tools.classroom import assignments
+
+    released = assignments.list_assignments(hub_dir)
+    if released:
+        return [Assignment(a.name, tuple(a.notebooks), a.deadline) for a in released]
     from lectures_lib.course import course_files
 
-    return [Assignment(path.stem, (path.name,))
+    return [Assignment(path.stem, (path.stem,))
             for path in sorted((course_files() / "notebooks").glob("*.ipynb"))]
 
 
@@ -137,7 +144,8 @@ def choose_page(language: str, student: str, assignments: list[Assignment],
     options = "".join(
         f"<label><input type='radio' name='assignment' value='{escape(a.name)}'"
         f"{' checked' if i == 0 else ''}> {escape(a.name)}"
-        + (f" ({escape(text['due'])} {a.deadline:%Y-%m-%d %H:%M})" if a.deadline else "")
+        + (f" ({escape(text['due'])} {a.deadline.astimezone():%Y-%m-%d %H:%M %z})"
+           if a.deadline else "")
         + f" <small>{escape(', '.join(a.notebooks))}</small></label><br>"
         for i, a in enumerate(assignments))
     form = (f"<form method='post' action='review'>{xsrf_form}<fieldset><legend>"
@@ -154,7 +162,7 @@ def confirm_page(language: str, student: str, assignment: Assignment, token: str
                  xsrf_form: str) -> str:
     """The second step: what will be sent, as whom; the form carries the one-time token."""
     text = TEXT[language]
-    names = "".join(f"<li>{escape(name)}</li>" for name in assignment.notebooks)
+    names = "".join(f"<li>{escape(stem)}.ipynb</li>" for stem in assignment.notebooks)
     return _page(language, (
         f"<h1>{escape(text['title'])}</h1><p class='save' id='save'>{escape(text['save'])}</p>"
         f"<p id='question'>{escape(text['confirm_question'].format(assignment=assignment.name, student=student))}"

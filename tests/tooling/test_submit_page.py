@@ -83,9 +83,9 @@ def test_only_the_pages_own_forms_may_post(method, headers, refused):
     assert bool(problem) == refused, problem
 
 
-def test_submit_refuses_notebook_names_that_are_not_file_names(tmp_path):
-    for notebooks in ((), ("../other/01.ipynb",), ("01.py",), (1,)):
-        with pytest.raises(ValueError, match="notebooks must be notebook file names"):
+def test_submit_refuses_notebook_names_that_are_not_plain_names(tmp_path):
+    for notebooks in ((), ("../other/01",), ("01.py",), ("01_self_attention.ipynb",), (1,)):
+        with pytest.raises(ValueError, match="notebooks must be notebooks' names without"):
             _submit_names(tmp_path, notebooks)
 
 
@@ -114,3 +114,55 @@ def test_the_course_menu_is_written_per_language_readable_and_not_writable(tmp_p
         for path in (folder, *folder.iterdir()):
             mode = path.stat().st_mode
             assert mode & stat.S_IROTH and not mode & (stat.S_IWGRP | stat.S_IWOTH), path
+
+
+def _read(folder, *stems) -> tuple[int, dict | str]:
+    """The reader the service runs as the student, run here on ``folder``."""
+    import subprocess
+    import sys
+
+    from course_tools.classroom.submit import READER
+
+    result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(2**20),
+                             str(2**16), *([json.dumps(list(stems))] if stems else [])],
+                            capture_output=True, text=True)
+    return result.returncode, json.loads(result.stdout) if result.returncode == 0 \
+        else result.stderr
+
+
+def test_one_assignment_sends_its_notebooks_and_their_corrections_only(tmp_path):
+    for name in ("01_self_attention.ipynb", "01_self_attention.v2.ipynb",
+                 "02_multi_head_attention.ipynb", "01_self_attention-Copy1.ipynb", "notes.txt"):
+        (tmp_path / name).write_text("{}")
+    code, found = _read(tmp_path, "01_self_attention")
+    assert code == 0 and sorted(found) == ["01_self_attention.ipynb",
+                                           "01_self_attention.v2.ipynb"], found
+    code, found = _read(tmp_path)  # no assignment: every notebook, as before
+    assert code == 0 and len(found) == 4, found
+    code, error = _read(tmp_path, "01_self_attention", "03_positional_encoding")
+    assert code != 0 and "03_positional_encoding.ipynb is not in your folder" in error
+
+
+def test_the_page_offers_the_released_assignments_else_each_notebook(tmp_path):
+    from datetime import timezone
+
+    from course_tools.classroom import assignments
+
+    fallback = submit_page.open_assignments(tmp_path)
+    assert [a.notebooks for a in fallback][:1] == [("01_self_attention",)], fallback
+    deadline = datetime(2026, 12, 12, 23, 59, tzinfo=timezone.utc)
+    assignments.save(tmp_path, assignments.Assignment(
+        "ps1", ("01_self_attention", "02_multi_head_attention"), deadline))
+    (ps1,) = submit_page.open_assignments(tmp_path)
+    assert ps1 == Assignment("ps1", ("01_self_attention", "02_multi_head_attention"), deadline)
+    page = submit_page.choose_page("zh-Hant", "chen", [ps1], [], "", "")
+    assert "ps1" in page and "截止" in page and "02_multi_head_attention" in page
+
+
+def test_the_hub_refuses_a_subdomain_host_that_is_not_a_url(capsys):
+    from course_tools.classroom.hub import main
+
+    with pytest.raises(SystemExit):
+        main(["class.csv", "--subdomain-host", "hub.example.edu"])
+    assert "--subdomain-host must be http(s)://HOST[:PORT], got 'hub.example.edu'" in \
+        capsys.readouterr().err
