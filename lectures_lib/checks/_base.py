@@ -226,9 +226,12 @@ class _Run:
 
 
 class _Capture(io.TextIOBase):
-    """A write-only text stream that keeps the first characters and counts the rest."""
+    """A write-only text stream that keeps the first ``limit`` characters and counts the rest:
+    a check's capture of what the student's function printed, and the grader's sandboxed
+    worker's of what one request printed (``course_tools.grading.sandbox.worker``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 4 * OUTPUT_EXCERPT) -> None:
+        self.limit = limit
         self.kept: list[str] = []
         self.size = 0
         self.total = 0
@@ -239,10 +242,16 @@ class _Capture(io.TextIOBase):
     def write(self, text) -> int:
         text = str(text)
         self.total += len(text)
-        if self.size < 4 * OUTPUT_EXCERPT:
-            self.kept.append(text[: 4 * OUTPUT_EXCERPT - self.size])
+        if self.size < self.limit:
+            self.kept.append(text[: self.limit - self.size])
             self.size += len(self.kept[-1])
         return len(text)
+
+    def take(self) -> str:
+        """The characters kept so far; the stream starts again empty."""
+        text = "".join(self.kept)
+        self.kept, self.size, self.total = [], 0, 0
+        return text
 
     def excerpt(self) -> str:
         text = "".join(self.kept).strip()
