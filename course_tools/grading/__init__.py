@@ -35,7 +35,10 @@ sandbox, so no state of one submission's grading reaches the next), with a progr
 stderr. Reports are plain text: terminal control characters are removed, and a submission's
 name is printed on one line (a newline in a file name escaped); no gradebook cell starts a
 formula. ``--format nbgrader-csv`` takes student ids from a source the instructor holds, never
-from file names (:mod:`._student_ids`). ``--output FILE``
+from file names (:mod:`._student_ids`), and tells each file's assignment before grading: a
+student's second notebook for one assignment, or a notebook of none, gets a row of its own with
+the reason and no score, and every other row is written (:func:`._report.one_row_each`).
+``--output FILE``
 writes them whole or not at all (a temporary file, then a replace).
 
 Past one machine, ``--scheduler tls://HOST:PORT --tls DIR/client`` sends each submission to the
