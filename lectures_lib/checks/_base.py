@@ -226,9 +226,8 @@ class _Run:
 
 
 class _Capture(io.TextIOBase):
-    """A write-only text stream that keeps the first ``limit`` characters and counts the rest:
-    a check's capture of what the student's function printed, and the grader's sandboxed
-    worker's of what one request printed (``course_tools.grading.sandbox.worker``)."""
+    """A write-only text stream that keeps the first ``limit`` characters and counts the rest
+    (a check's capture; the sandbox's worker's too, as ``grader.CappedOutput``)."""
 
     def __init__(self, limit: int = 4 * OUTPUT_EXCERPT) -> None:
         self.limit = limit

@@ -100,12 +100,12 @@ def test_the_worker_caps_what_is_printed_with_the_librarys_one_capture():
     import io
 
     from course_tools.grading.sandbox import worker
-    from lectures_lib.checks._base import _Capture
+    from lectures_lib.checks.grader import CappedOutput
 
     own = [name for name, value in vars(worker).items() if inspect.isclass(value)
            and issubclass(value, io.TextIOBase) and value.__module__ == worker.__name__]
     assert own == [], f"the worker writes its own capped stream again: {own}"
     served = worker.Worker([])
-    assert isinstance(served.printed, _Capture)
+    assert isinstance(served.printed, CappedOutput)
     print("x" * 5000, file=served.printed)
     assert served.printed.take() == "x" * worker.PRINT_EXCERPT and served.printed.take() == ""

@@ -80,9 +80,9 @@ class Worker:
         self.namespace: dict = {"__name__": "__main__", "__builtins__": builtins,
                                 "get_ipython": lambda: None}
         self.objects: dict[int, object] = {}
-        from lectures_lib.checks._base import _Capture  # (after the limits: imports torch)
+        from lectures_lib.checks.grader import CappedOutput  # (after the limits: imports torch)
 
-        self.printed = _Capture(PRINT_EXCERPT)  # what the student's code prints
+        self.printed = CappedOutput(PRINT_EXCERPT)  # what the student's code prints
 
     def handle_of(self, value) -> int:
         number = len(self.objects) + 1
