@@ -88,9 +88,9 @@ from course_tools.grading._batch import (  # noqa: F401 - the grader's parts, by
 from course_tools.grading._collect import (  # noqa: F401
     COURSE_NOTEBOOKS,
     DEFAULT_TIMEOUT,
-    _check_options,
     MAX_SUBMISSION_BYTES,
     SECRET_ENV,
+    _check_options,
     read_submission,
     use_secret,
 )

@@ -190,7 +190,7 @@ def test_a_second_notebook_for_one_assignment_gets_its_own_row_and_loses_no_othe
     alice = _empty(submitted / "alice" / NAME / f"{NAME}.ipynb")
     copy = _empty(submitted / "alice" / NAME / f"{NAME}-Copy1.ipynb")  # JupyterLab's copy
     bob = _empty(submitted / "bob" / NAME / f"{NAME}.ipynb")
-    notes = _empty(submitted / "carol" / NAME / "notes.ipynb")  # not a course notebook
+    _empty(submitted / "carol" / NAME / "notes.ipynb")  # not a course notebook
     # two notebooks of 01 (their ids say so), neither under the assignment's own name
     dave = [_released(submitted / "dave" / NAME / name) for name in ("a.ipynb", "b.ipynb")]
     result = _grade(submitted, bob, "--format", "nbgrader-csv", "--student-ids-from-folders")
