@@ -35,7 +35,10 @@ sandbox, so no state of one submission's grading reaches the next), with a progr
 stderr. Reports are plain text: terminal control characters are removed, and a submission's
 name is printed on one line (a newline in a file name escaped); no gradebook cell starts a
 formula. ``--format nbgrader-csv`` takes student ids from a source the instructor holds, never
-from file names (:mod:`._student_ids`). ``--output FILE``
+from file names (:mod:`._student_ids`), and tells each file's assignment before grading: a
+student's second notebook for one assignment, or a notebook of none, gets a row of its own with
+the reason and no score, and every other row is written (:func:`._report.one_row_each`).
+``--output FILE``
 writes them whole or not at all (a temporary file, then a replace).
 
 Past one machine, ``--scheduler tls://HOST:PORT --tls DIR/client`` sends each submission to the
@@ -79,6 +82,7 @@ from course_tools.grading._batch import (  # noqa: F401 - the grader's parts, by
     _Zygote,
     _zygote_main,
     grade_paths,
+    identify,
     safe_sys_path,
 )
 from course_tools.grading._collect import (  # noqa: F401
@@ -86,16 +90,19 @@ from course_tools.grading._collect import (  # noqa: F401
     DEFAULT_TIMEOUT,
     MAX_SUBMISSION_BYTES,
     SECRET_ENV,
+    _check_options,
     read_submission,
     use_secret,
 )
 from course_tools.grading._report import (  # noqa: F401
+    _failed_report,
     check_student_id,
     clean_text,
     format_csv,
     format_nbgrader_csv,
     format_table,
     one_line,
+    one_row_each,
     to_json,
     write_atomic,
 )
@@ -124,29 +131,9 @@ def _grade_main(args) -> int:
         print(f"error: --output {args.output}: its folder does not exist", file=sys.stderr)
         return 2
     try:
-        if args.scheduler is not None:
-            from course_tools.grading._cluster import WorkerRefused, grade_on_cluster
-
-            try:
-                reports, any_folder = grade_on_cluster(
-                    args.submissions, args.scheduler, timeout=args.timeout, course=args.course,
-                    notebook=args.notebook, sandbox=not args.no_sandbox,
-                    progress=not args.quiet, allow_root_without_cgroup=args.root_without_cgroup,
-                    tls=args.tls, insecure_plain_tcp=args.insecure_plain_tcp)
-            except (WorkerRefused, ImportError, OSError) as error:  # OSError: no scheduler
-                print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
-                return 2
-        else:
-            reports, any_folder = grade_paths(args.submissions, timeout=args.timeout,
-                                              course=args.course, notebook=args.notebook,
-                                              sandbox=not args.no_sandbox, jobs=args.jobs,
-                                              progress=not args.quiet,
-                                              allow_root_without_cgroup=args.root_without_cgroup)
-    except SandboxRefused as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except (TypeError, ValueError) as error:  # e.g. --timeout 0: the message says what is wrong
-        print(f"error: {error}", file=sys.stderr)
+        reports, any_folder = _grade_class(args, student_ids)
+    except (SandboxRefused, _Refused, TypeError, ValueError) as error:  # e.g. --timeout 0
+        print(f"error: {error}", file=sys.stderr)  # the message says what is wrong
         return 2
     if not reports:
         print("error: no submissions found", file=sys.stderr)
@@ -158,6 +145,57 @@ def _grade_main(args) -> int:
         write_atomic(args.output, text)
         print(f"wrote {len(reports)} reports to {args.output}", file=sys.stderr)
     return 0
+
+
+class _Refused(Exception):
+    """The cluster cannot grade this batch as asked (no scheduler, a worker refused)."""
+
+
+def _grade_class(args, student_ids: list[str] | None) -> tuple[list[dict], bool]:
+    """Every submission's report, in the order found. For nbgrader's gradebook each file's
+    assignment is told first (:func:`~._batch.identify`): a file that names no course notebook,
+    and a student's second notebook for one assignment (:func:`~._report.one_row_each`), get a
+    report of their own saying so and are not graded; every other file is."""
+    found, any_folder = _find(args.submissions)
+    skipped: dict[int, dict] = {}
+    if student_ids is not None and found:
+        _check_options(args.timeout, args.course)
+        told = identify(found, args.course, args.notebook)
+        stems = [stem for stem, _ in (one or (None, "") for one in told)]
+        for index, reason in one_row_each(found, student_ids, stems).items():
+            skipped[index] = dict(_failed_report(found[index], reason),
+                                  notebook=f"{stems[index]}.ipynb")
+        for index, one in enumerate(told):
+            if one is not None and one[0] is None:
+                skipped[index] = _failed_report(found[index], one[1])
+    paths = [path for index, path in enumerate(found) if index not in skipped] \
+        if skipped else args.submissions
+    graded: list[dict] = []
+    if paths:
+        graded, _ = _grade(paths, args)
+    if not skipped:
+        return graded, any_folder
+    graded.reverse()
+    return [skipped[index] if index in skipped else graded.pop()
+            for index in range(len(found))], any_folder
+
+
+def _grade(paths: list[Path], args) -> tuple[list[dict], bool]:
+    if args.scheduler is None:
+        return grade_paths(paths, timeout=args.timeout, course=args.course,
+                           notebook=args.notebook, sandbox=not args.no_sandbox, jobs=args.jobs,
+                           progress=not args.quiet,
+                           allow_root_without_cgroup=args.root_without_cgroup)
+    from course_tools.grading._cluster import WorkerRefused, grade_on_cluster
+
+    try:
+        return grade_on_cluster(
+            paths, args.scheduler, timeout=args.timeout, course=args.course,
+            notebook=args.notebook, sandbox=not args.no_sandbox, progress=not args.quiet,
+            allow_root_without_cgroup=args.root_without_cgroup, tls=args.tls,
+            insecure_plain_tcp=args.insecure_plain_tcp)
+    except (WorkerRefused, ImportError, OSError) as error:  # OSError: no scheduler
+        raise _Refused(f"{type(error).__name__}: {error}") from None
 
 
 def _student_ids(args) -> list[str] | None:

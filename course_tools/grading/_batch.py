@@ -20,7 +20,13 @@ import threading
 import time
 from pathlib import Path
 
-from course_tools.grading._collect import COURSE_NOTEBOOKS, DEFAULT_TIMEOUT, _check_options
+from course_tools.grading._collect import (
+    COURSE_NOTEBOOKS,
+    DEFAULT_TIMEOUT,
+    _assignment,
+    _check_options,
+    read_submission,
+)
 from course_tools.grading._report import _check_report, _failed_report, to_json
 from course_tools.grading._run import _STUDENT_CHECKS, _check_sandbox, _student_checks
 from course_tools.grading._verdict import grade_submission
@@ -149,6 +155,64 @@ def _fork_and_grade(path: Path, args) -> dict:
                               f"{WALL_FACTOR * args.timeout + _GRACE:g} s and was stopped")
     return _parse_report(data, path, f"the grading process failed (exit status "
                                      f"{os.waitstatus_to_exitcode(status)})")
+
+
+def identify(found: list[Path], course: Path, notebook: str | None,
+             seconds_each: float = 10.0) -> list[tuple[str | None, str] | None]:
+    """Each submission's assignment, before anything is graded: ``(stem, "")`` for the course
+    notebook its grading will name (as :func:`~._verdict.grade_submission` recognises it),
+    ``(None, reason)`` for a file that names none, ``None`` where it could not be told in time.
+
+    The files are read (with the grader's guards) in a forked process under a grading
+    process's memory limit (:data:`GRADER_MEMORY`), killed past 30 s plus ``seconds_each`` per
+    file: a crafted notebook costs this process nothing, and what was not told in time is
+    simply graded as usual."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # reads the students' files: bounded, and ends here whatever happens
+        try:
+            os.close(read_fd)
+            _limit_memory(GRADER_MEMORY)
+            for path in found:
+                try:
+                    submission = read_submission(path)
+                except Exception:  # unreadable: recognised by its name, as its grading does
+                    submission = None
+                course_path, reason = _assignment(path, submission, course, notebook)
+                data = memoryview(json.dumps([course_path.stem if course_path else None,
+                                              "" if course_path else reason]).encode() + b"\n")
+                while data:
+                    data = data[os.write(write_fd, data):]
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    chunks, size, limit = [], 0, 2**12 * (len(found) + 1)  # a line is a name and a reason
+    deadline = time.monotonic() + 30 + seconds_each * len(found)
+    try:
+        while size <= limit:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+                break
+            chunk = os.read(read_fd, 2**16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(read_fd)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+    told: list = []
+    for line in b"".join(chunks).split(b"\n")[:len(found)]:
+        try:
+            stem, reason = json.loads(line)
+            told.append((stem if isinstance(stem, str) else None, str(reason)))
+        except (ValueError, TypeError):  # the last line, cut off
+            break
+    return told + [None] * (len(found) - len(told))
 
 
 GRADER_MEMORY = 4 * 2**30  # bytes a submission's grading process may add to the zygote's
@@ -384,7 +448,8 @@ def grade_paths(paths: list[Path], *, timeout: float = DEFAULT_TIMEOUT,
         thread.join()
     if bar is not None:
         bar.close()
-    return [report for report in reports if report is not None], any_folder
+    return [report or _failed_report(path, "not graded (its grading job ended)")
+            for report, path in zip(reports, found)], any_folder
 
 
 def _one_parser(command: str) -> argparse.ArgumentParser:

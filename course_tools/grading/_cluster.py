@@ -309,7 +309,8 @@ def grade_on_cluster(paths: list[Path], scheduler: str, *, timeout: float, cours
         finally:
             if bar is not None:
                 bar.close()
-    return [report for report in reports if report is not None], any_folder
+    return [report or _failed_report(path, "not graded (its task brought no report)")
+            for report, path in zip(reports, found)], any_folder  # one per file, in order
 
 
 def _collect(future, path: Path, killed_worker: type) -> dict:

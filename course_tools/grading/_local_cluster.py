@@ -6,13 +6,16 @@ For the tests and ``benchmarks/grade_cluster.py``: ``with local_cluster(2, folde
 processes): ...``; on leaving, every process (and what it started) is killed. The cluster speaks
 mutual TLS, as the README's (certificates from :func:`~._tls.make_certificates` in
 ``folder/tls``; the client's are ``folder/tls/client``), unless ``plain_tcp``. Run as root (a CI
-container), its workers are told that root is allowed here (``LECTURES_GRADING_WORKER_AS_ROOT``).
+container), its workers are told that root is allowed here (``LECTURES_GRADING_WORKER_AS_ROOT``),
+unless ``worker_user`` names the unprivileged user (a uid) they run as (``setpriv``, with their
+own copy of their certificates; ``folder`` must be that user's), as a grading cluster's are.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,7 +39,8 @@ def _start(command: list[str], cwd: Path, log: Path | None,
 
 @contextmanager
 def local_cluster(workers: int, folder: Path, *, timeout: float = 300.0, logs: bool = True,
-                  plain_tcp: bool = False, worker_env: dict | None = None):
+                  plain_tcp: bool = False, worker_env: dict | None = None,
+                  worker_user: int | None = None):
     """Yield ``(address, [scheduler, worker, ...])``: the scheduler's ``tls://127.0.0.1:PORT``
     (``tcp://`` with ``plain_tcp``)
     once ``workers`` workers (one thread each, no nanny: a killed worker stays dead) joined it.
@@ -56,7 +60,19 @@ def local_cluster(workers: int, folder: Path, *, timeout: float = 300.0, logs: b
         options = {role: ["--protocol", "tls", *dask_options(made[role])] if role == "scheduler"
                    else dask_options(made[role]) for role in ROLES}
     env = dict(os.environ, **(worker_env or {}))
-    if os.geteuid() == 0:
+    as_user: list[str] = []
+    if worker_user is not None:
+        as_user = ["setpriv", "--reuid", str(worker_user), "--regid", str(worker_user),
+                   "--clear-groups", "--"]
+        env["HOME"] = str(folder)
+        if not plain_tcp:  # the workers' own copy of their certificates (folder/tls is 0700)
+            mine = folder / "worker-tls"
+            shutil.rmtree(mine, ignore_errors=True)
+            shutil.copytree(made["worker"], mine)
+            for path in (mine, *mine.iterdir()):
+                os.chown(path, worker_user, worker_user)
+            options["worker"] = dask_options(mine)
+    elif os.geteuid() == 0:
         env.setdefault(WORKER_AS_ROOT_ENV, "unsafe")  # this one machine, for tests
     processes = [_start([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
                          "--no-dashboard", "--scheduler-file", str(address_file),
@@ -68,9 +84,9 @@ def local_cluster(workers: int, folder: Path, *, timeout: float = 300.0, logs: b
                 raise RuntimeError(f"the Dask scheduler did not start (see {log('scheduler')})")
             time.sleep(0.2)
         address = json.loads(address_file.read_text())["address"]
-        processes += [_start([str(DASK), "worker", address, "--host", "127.0.0.1", "--nthreads",
-                              "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}",
-                              *options["worker"]], folder, log(f"worker{i}"), env)
+        processes += [_start([*as_user, str(DASK), "worker", address, "--host", "127.0.0.1",
+                              "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name",
+                              f"w{i}", *options["worker"]], folder, log(f"worker{i}"), env)
                       for i in range(workers)]
         from distributed import Client
 

@@ -15,11 +15,16 @@ from pathlib import Path
 # Terminal control: CSI/OSC escape sequences first, then every other C0/C1 control character.
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# A lone surrogate: how Python spells a file name's bytes that are not UTF-8 (b"\xff" becomes
+# "\udcff"); no encoder writes it, so one such name in a report would stop the whole gradebook.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def clean_text(text: object) -> str:
-    """``text`` without terminal escape sequences or control characters (tabs, newlines kept)."""
-    return _CONTROL.sub("", _ESCAPES.sub("", str(text)))
+    """``text`` without terminal escape sequences or control characters (tabs, newlines kept),
+    each lone surrogate (a file name's undecodable byte) written as its escape ``\\udcff``."""
+    text = _CONTROL.sub("", _ESCAPES.sub("", str(text)))
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 # What ends or bends a line somewhere: C0/C1 controls (newline, carriage return, tab, escape,
@@ -30,8 +35,10 @@ _BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def one_line(text: object) -> str:
     """``text`` on one line: every control character and line separator written as its Python
     escape (``\\n``, ``\\x1b``, ``\\u2028``), so a submission's name or message (a file name may
-    hold a newline) cannot forge a line of a report, or colour a terminal."""
-    return _BREAKS.sub(lambda found: repr(found.group())[1:-1], str(text))
+    hold a newline) cannot forge a line of a report, or colour a terminal; a lone surrogate too
+    (``\\udcff``), so that every report can be written."""
+    return _BREAKS.sub(lambda found: repr(found.group())[1:-1],
+                       _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", str(text)))
 
 
 def _cell(text: object) -> str:
@@ -135,22 +142,73 @@ def submission_timestamp(submission: object) -> str:
         return ""
 
 
+def one_row_each(submissions: list, student_ids: list[str],
+                 assignments: list[str | None]) -> dict[int, str]:
+    """The submissions that get no grade, and why, so that each student has at most one graded
+    row per assignment: ``{index: reason}``.
+
+    ``assignments[i]`` is the course notebook (stem) that ``submissions[i]`` of
+    ``student_ids[i]`` is graded as (None or "" when none). Where one student has several
+    submissions for one assignment (JupyterLab's ``01_self_attention-Copy1.ipynb`` beside the
+    original, a notebook of 01 handed in under another name, a file given twice):
+
+    * the same file given twice is graded once (the later ones refused);
+    * the one file whose name is the assignment's own (``01_self_attention.ipynb``, the name
+      nbgrader releases, collects and grades) is graded, each other one refused;
+    * if none or several bear that name, none is graded: each is refused, naming the others,
+      for the instructor to decide (one file kept, then graded again).
+    """
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, (student, stem) in enumerate(zip(student_ids, assignments)):
+        if stem:
+            groups.setdefault((str(student), stem), []).append(index)
+    refused: dict[int, str] = {}
+    for (student, stem), indices in groups.items():
+        first: dict[Path, int] = {}
+        for index in indices:
+            key = Path(str(submissions[index])).expanduser().absolute()
+            if key in first:
+                refused[index] = (f"not graded again: "
+                                  f"{one_line(Path(str(submissions[index])).name)} is given "
+                                  "twice (graded once)")
+            else:
+                first[key] = index
+        files = list(first.values())
+        if len(files) < 2:
+            continue
+        names = ", ".join(one_line(Path(str(submissions[i])).name) for i in files)
+        own = [i for i in files if Path(str(submissions[i])).stem == stem]
+        for index in files:
+            if len(own) == 1 and index == own[0]:
+                continue
+            refused[index] = (
+                f"not graded: {student} handed in {len(files)} notebooks for {stem} ({names}); "
+                + (f"the one named {stem}.ipynb (the assignment's own name, as nbgrader "
+                   "grades) is graded: remove the copy" if len(own) == 1 else
+                   f"none is graded, as no single one is named {stem}.ipynb: keep one and "
+                   "grade again"))
+    return refused
+
+
 def format_nbgrader_csv(reports: list[dict], student_ids: list[str],
                         assignment: str | None = None) -> str:
     """The grades in the shape of ``nbgrader export``'s CSV (one row per submission).
 
     Columns ``assignment, duedate, timestamp, student_id, last_name, first_name, email,
-    raw_score, late_submission_penalty, score, max_score``. ``student_ids[i]`` is the id of
-    ``reports[i]``, from a source the instructor holds (``grade --student-ids`` or nbgrader's
-    ``submitted/<student>/`` folders: :mod:`._student_ids`), never from the file's name, which
-    the student chose; each must be a plain identifier (:func:`check_student_id`), one row per
-    student and assignment. The assignment is the course notebook (or ``assignment``); the
-    timestamp is the submission's time from ``timestamp.txt`` beside it (``hub collect``). Every
-    text cell is one line and never a formula. The score is the automatic points (as nbgrader's
-    autograde before manual grading), ``max_score`` every point, written answers too, and the
-    numbers are written as nbgrader writes them (``4.0``), so the two agree; one CSV per
-    assignment, the late policy applied, is ``hub gradebook`` (:mod:`course_tools.classroom.
-    gradebook`).
+    raw_score, late_submission_penalty, score, max_score`` and, last, ``note`` (why a
+    submission earned nothing or was not graded: the report's error). ``student_ids[i]`` is the
+    id of ``reports[i]``, from a source the instructor holds (``grade --student-ids`` or
+    nbgrader's ``submitted/<student>/`` folders: :mod:`._student_ids`), never from the file's
+    name, which the student chose; each must be a plain identifier (:func:`check_student_id`).
+    A student has at most one graded row per assignment: a second submission for the same
+    assignment (:func:`one_row_each`) gets a row of its own with no score and the reason in
+    ``note``, and every other row is written. The assignment is the course notebook (or
+    ``assignment``); the timestamp is the submission's time from ``timestamp.txt`` beside it
+    (``hub collect``). Every text cell is one line and never a formula. The score is the automatic
+    points (as nbgrader's autograde before manual grading), ``max_score`` every point, written
+    answers too, and the numbers are written as nbgrader writes them (``4.0``); one CSV per
+    assignment, the late policy applied, is ``hub gradebook``
+    (:mod:`course_tools.classroom.gradebook`).
     """
     if not isinstance(reports, (list, tuple)):
         raise TypeError(f"reports must be a list of report dicts, got {type(reports).__name__}")
@@ -160,25 +218,23 @@ def format_nbgrader_csv(reports: list[dict], student_ids: list[str],
         raise ValueError(f"student_ids must be a list of one id per report ({len(reports)}), "
                          f"got {type(student_ids).__name__} of "
                          f"{len(student_ids) if isinstance(student_ids, (list, tuple)) else '?'}")
+    students = [check_student_id(student, f"student_ids[{i}]")
+                for i, student in enumerate(student_ids)]
+    courses = [assignment or Path(report["notebook"] or "").stem for report in reports]
+    refused = one_row_each([report["submission"] for report in reports], students, courses)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["assignment", "duedate", "timestamp", "student_id", "last_name",
                      "first_name", "email", "raw_score", "late_submission_penalty", "score",
-                     "max_score"])
-    seen: dict[tuple[str, str], str] = {}
-    for i, (report, student) in enumerate(zip(reports, student_ids)):
-        student = check_student_id(student, f"student_ids[{i}]")
-        course = assignment or Path(report["notebook"] or "").stem
-        if course and (student, course) in seen:  # (an unread file names no assignment)
-            raise ValueError(f"student_ids: {student!r} has two submissions for {course!r} "
-                             f"({one_line(seen[student, course])} and "
-                             f"{one_line(report['submission'])}): one row each, please")
-        seen[student, course] = str(report["submission"])
+                     "max_score", "note"])
+    for i, (report, student, course) in enumerate(zip(reports, students, courses)):
+        score = "" if i in refused else str(round(float(report["score"]), 6))
         stamp = _cell(submission_timestamp(report["submission"]))
-        score, most = (str(round(float(report[key]), 6)) for key in ("score", "max_score"))
+        most = str(round(float(report["max_score"]), 6))
         if report["manual_max_score"]:  # nbgrader's max_score: written answers' points too
             most = str(round(float(report["max_score"]) + float(report["manual_max_score"]), 6))
-        writer.writerow([_cell(course), "", stamp, student, "", "", "", score, "0.0", score, most])
+        writer.writerow([_cell(course), "", stamp, student, "", "", "", score, "0.0", score, most,
+                         _cell(_short(refused.get(i) or report["error"] or "", 400))])
     return buffer.getvalue()
 
 

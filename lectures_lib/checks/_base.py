@@ -26,6 +26,7 @@ import html
 import inspect
 import io
 import os
+import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -225,9 +226,11 @@ class _Run:
 
 
 class _Capture(io.TextIOBase):
-    """A write-only text stream that keeps the first characters and counts the rest."""
+    """A write-only text stream that keeps the first ``limit`` characters and counts the rest
+    (a check's capture; the sandbox's worker's too, as ``grader.CappedOutput``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 4 * OUTPUT_EXCERPT) -> None:
+        self.limit = limit
         self.kept: list[str] = []
         self.size = 0
         self.total = 0
@@ -238,10 +241,16 @@ class _Capture(io.TextIOBase):
     def write(self, text) -> int:
         text = str(text)
         self.total += len(text)
-        if self.size < 4 * OUTPUT_EXCERPT:
-            self.kept.append(text[: 4 * OUTPUT_EXCERPT - self.size])
+        if self.size < self.limit:
+            self.kept.append(text[: self.limit - self.size])
             self.size += len(self.kept[-1])
         return len(text)
+
+    def take(self) -> str:
+        """The characters kept so far; the stream starts again empty."""
+        text = "".join(self.kept)
+        self.kept, self.size, self.total = [], 0, 0
+        return text
 
     def excerpt(self) -> str:
         text = "".join(self.kept).strip()
@@ -285,12 +294,26 @@ def timed_elsewhere():
         _current.timed_elsewhere = before
 
 
+def _import_before_the_clock() -> None:
+    """Import what PyTorch imports lazily on first use, before a time limit is armed.
+
+    ``torch._dynamo`` is imported by the first call of any function that
+    ``torch._compile._disable_dynamo`` wraps (every optimizer's ``add_param_group``, so the first
+    ``torch.optim.Adam(...)``): about 2 s of CPU, 4-7 s on a busy machine. Inside a limit it
+    made the first checked call that builds an optimizer time out under load, and a
+    :class:`TimedOut` raised mid-import could leave a half-imported torch behind. Imported once,
+    outside every limit."""
+    if "torch._dynamo" not in sys.modules:
+        import torch._dynamo  # noqa: F401
+
+
 def _call_limited(function: Callable, seconds: float):
     """``function()`` with a time limit, printing into the current check's capture."""
     run = _run()
     if getattr(_current, "timed_elsewhere", False):
         limit = lambda: function()  # noqa: E731 - the session raises TimedOut
     else:
+        _import_before_the_clock()
         limit = lambda: limited(function, seconds)  # noqa: E731
     if not run.capture:
         return limit()

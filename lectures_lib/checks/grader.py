@@ -12,7 +12,9 @@ once; the grader imports them from this module only, never from the checkers' pr
   trained exercises draw their data from it);
 - the time limits: :class:`TimedOut` (what a call past its limit raises), :func:`timed_elsewhere`
   (the student's code runs in another process that times every call, so the checker sets no
-  alarm of its own) and :func:`call_timeout` (the running check's limit for one call).
+  alarm of its own) and :func:`call_timeout` (the running check's limit for one call);
+- what the student's code prints: :class:`CappedOutput` keeps its first characters, as a check
+  does, in the sandbox's worker too.
 
 A submission's sandbox gets this module too (``course_tools.grading.sandbox._student_view``):
 it holds no checker, reference or probe, and the secret itself never reaches the sandbox.
@@ -21,12 +23,13 @@ it holds no checker, reference or probe, and the secret itself never reaches the
 from __future__ import annotations
 
 from . import _base
+from ._base import _Capture as CappedOutput
 from ._base import timed_elsewhere
 from ._secrets import SECRET_ENV, secret_fingerprint, set_task_variant, task_key, task_variant
 from ._time_limit import TimedOut
 
 __all__ = ["SECRET_ENV", "secret_fingerprint", "task_key", "set_task_variant", "task_variant",
-           "TimedOut", "timed_elsewhere", "call_timeout"]
+           "TimedOut", "timed_elsewhere", "call_timeout", "CappedOutput"]
 
 
 def call_timeout(default: float) -> float:

@@ -400,3 +400,61 @@ def test_what_a_finished_task_becomes(tmp_path):
         _collect(_Finished("error", WorkerRefused("w1 has another version")), path, _Killed)
     with pytest.raises(ValueError, match="missing"):  # a worker's answer is checked, as locally
         _collect(_Finished("finished", {"score": 4.0}), path, _Killed)
+
+
+NOBODY = 65534  # an unprivileged user that owns nothing of the course
+
+
+def _can_run_python(user: int) -> bool:
+    """Whether ``user`` can start this Python (and so a worker's zygote): not where the virtual
+    environment's python links into a folder only root enters."""
+    probe = "import os, sys; os.execv(sys.executable, [sys.executable, '-c', ''])"
+    return subprocess.run(["setpriv", "--reuid", str(user), "--regid", str(user),
+                           "--clear-groups", sys.executable, "-c", probe],
+                          capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a worker as another user "
+                    "(run as a user, every worker of the tests above is one already)")
+def test_a_worker_that_is_not_root_grades_a_class():
+    """Workers never run as root (a worker runs what its scheduler sends): the route the README
+    gives, a ``dask worker`` as an unprivileged user, grades, in its sandboxes, without
+    ``LECTURES_GRADING_WORKER_AS_ROOT``. (No cgroup is delegated to that user on this machine,
+    so the batch names ``--unbounded-without-cgroup``; a class's graders get a delegated one.)"""
+    import shutil
+    import tempfile
+
+    import psutil
+
+    from course_tools.grading._cluster import WORKER_AS_ROOT_ENV, grade_on_cluster
+    from course_tools.grading._collect import COURSE_NOTEBOOKS
+
+    require_system_package("bubblewrap")
+    pytest.importorskip("distributed", reason="distributed (pip install 'lectures-lib[cluster]')")
+    if not _can_run_python(NOBODY):
+        pytest.skip(f"user {NOBODY} cannot run {sys.executable} (a virtual environment whose "
+                    "python links into a folder only root enters): install the course where "
+                    "the grading user can run it")
+    here = Path(tempfile.mkdtemp(prefix="lectures-worker-user-"))  # (pytest's tmp is root's)
+    try:
+        os.chown(here, NOBODY, NOBODY)
+        folder = here / "class"
+        folder.mkdir()
+        for kind, student in [("correct", "alice"), ("wrong", "carol")]:
+            nbformat.write(_submission(kind), folder / f"{student}_{NAME}.ipynb")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.delenv(WORKER_AS_ROOT_ENV, raising=False)  # no root allowance anywhere
+            cluster = local_cluster(1, here, timeout=180, worker_user=NOBODY)
+            with cluster as (address, processes):
+                worker = psutil.Process(processes[1].pid)
+                assert worker.uids().effective == NOBODY and worker.uids().real == NOBODY
+                assert WORKER_AS_ROOT_ENV not in worker.environ()
+                reports, _ = grade_on_cluster(
+                    [folder], address, timeout=TIMEOUT, course=COURSE_NOTEBOOKS, notebook=None,
+                    sandbox=True, progress=False, tls=here / "tls" / "client",
+                    allow_root_without_cgroup=True)
+        marks = {Path(r["submission"]).name.split("_")[0]: r for r in reports}
+        assert marks["alice"]["score"] == marks["alice"]["max_score"] > 0, marks["alice"]["error"]
+        assert marks["carol"]["score"] < marks["carol"]["max_score"], marks["carol"]
+    finally:
+        shutil.rmtree(here, ignore_errors=True)

@@ -165,3 +165,71 @@ def test_a_newline_in_a_file_name_forges_no_line_of_a_report(tmp_path):
             assert text.splitlines() == text.rstrip("\n").split("\n"), repr(text)  # no U+2028
             assert not any(line.startswith(("forged", "too")) for line in text.splitlines())
         assert len(grading.format_table(report).splitlines()) == 3 + len(report["exercises"])
+
+
+# ------------------------------------------------------------------------------------------
+# 4. One bad submission never costs the others their rows (issue 38, cause 7)
+# ------------------------------------------------------------------------------------------
+
+
+def _released(path: Path) -> Path:
+    """The student version of 01 (its exercises' ids name 01) at ``path``, under any name."""
+    import nbformat
+
+    from course_tools.publish.exercises import release_notebook
+
+    course = nbformat.read(ROOT / "notebooks" / f"{NAME}.ipynb", as_version=4)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(release_notebook(course, NAME), path)
+    return path
+
+
+@needs_sandbox  # the grade command refuses to run without its sandbox
+def test_a_second_notebook_for_one_assignment_gets_its_own_row_and_loses_no_other(tmp_path):
+    submitted = tmp_path / "submitted"
+    alice = _empty(submitted / "alice" / NAME / f"{NAME}.ipynb")
+    copy = _empty(submitted / "alice" / NAME / f"{NAME}-Copy1.ipynb")  # JupyterLab's copy
+    bob = _empty(submitted / "bob" / NAME / f"{NAME}.ipynb")
+    _empty(submitted / "carol" / NAME / "notes.ipynb")  # not a course notebook
+    # two notebooks of 01 (their ids say so), neither under the assignment's own name
+    dave = [_released(submitted / "dave" / NAME / name) for name in ("a.ipynb", "b.ipynb")]
+    result = _grade(submitted, bob, "--format", "nbgrader-csv", "--student-ids-from-folders")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [row["student_id"] for row in rows] == ["alice", "alice", "bob", "carol", "dave",
+                                                   "dave", "bob"], result.stdout
+    graded = [row for row in rows if row["score"] != ""]
+    assert len(graded) == 3, result.stdout  # alice's own file, bob once, carol's unread file
+    # alice's own file is graded; her copy has a row with no score that says why
+    (copy_row,) = [row for row in rows if f"{copy.name}" in row["note"]
+                   and row["score"] == ""]
+    assert copy_row["student_id"] == "alice" and copy_row["assignment"] == NAME
+    (own,) = [row for row in rows[:2] if row is not copy_row]
+    assert own["score"] == "0" and "cannot read the submission" in own["note"], own
+    assert alice.name in copy_row["note"]
+    assert "handed in 2 notebooks" in copy_row["note"] and "is graded" in copy_row["note"]
+    # bob's file given twice: graded once
+    assert rows[-1]["score"] == "" and "given twice" in rows[-1]["note"], rows[-1]
+    assert rows[2]["score"] == "0" and rows[2]["student_id"] == "bob"
+    # carol's notebook names no assignment: a row of its own with the reason
+    assert rows[3]["assignment"] == "" and "no course notebook matches" in rows[3]["note"]
+    # dave's two copies of 01: neither graded, each row saying so, naming the other
+    for row in rows[4:6]:
+        assert row["score"] == "" and row["assignment"] == NAME, row
+        assert "none is graded" in row["note"] and all(p.name in row["note"] for p in dave)
+
+
+@needs_sandbox  # the grade command refuses to run without its sandbox
+def test_a_file_name_that_is_not_utf8_loses_no_gradebook(tmp_path):
+    folder = tmp_path / "submissions"
+    good = _empty(folder / f"good_{NAME}.ipynb")
+    bad = Path(os.fsdecode(bytes(folder) + b"/\xff_" + NAME.encode() + b".ipynb"))
+    _empty(bad)
+    for format in ("csv", "json", "table"):
+        book = tmp_path / f"book.{format}"
+        result = _grade(folder, "--format", format, "-o", book)
+        assert result.returncode == 0, result.stderr
+        text = book.read_text(encoding="utf-8")
+        assert str(good) in text and "\\udcff_" + NAME in text, text
+        assert "the grading process failed" not in text, text  # the bad one graded too

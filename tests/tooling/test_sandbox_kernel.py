@@ -123,6 +123,30 @@ for _ in range({12 * CELL_OUTPUT_BYTES // MiB}):
     assert documented == CELL_OUTPUT_BYTES
 
 
+@needs_sandbox
+def test_signed_errors_from_the_notebook_count_toward_the_cap(kernel):
+    """Issue 38, cause 8, through the real kernel and its relay: the notebook signs error
+    messages with its own session (8,000 made a 253 MiB autograded notebook). Past the cap,
+    one reaches nbgrader; the cell's output stays within its allowance."""
+    count, size = 300, 40_000  # 12 MB of errors, three times a cell's cap
+    outputs, reply = _run(kernel, f"""
+kernel = get_ipython().kernel
+for i in range({count}):
+    kernel.session.send(kernel.iopub_socket, "error",
+                        {{"ename": "AssertionError", "evalue": str(i) + "e" * {size},
+                          "traceback": []}}, parent=kernel.get_parent("shell"))
+print("sent")
+""")
+    assert reply["status"] == "ok", reply
+    errors = [m for m in outputs if m["msg_type"] == "error"]
+    kept = sum(len(json.dumps(m["content"])) for m in outputs)
+    assert kept <= CELL_OUTPUT_BYTES + 2 * 2**16, (len(errors), kept)
+    assert 1 <= len(errors) < CELL_OUTPUT_BYTES // size + 2, len(errors)
+    # the next cell starts a fresh allowance, and the kernel still answers
+    outputs, reply = _run(kernel, "print('still here')")
+    assert reply["status"] == "ok" and _text(outputs) == "still here\n", outputs
+
+
 # ------------------------------------------------------------------------------------------
 # The cap on its own: what it writes is signed as the kernel's messages are
 # ------------------------------------------------------------------------------------------
@@ -135,12 +159,20 @@ def _frames(session, kind: str, content: dict, parent: dict) -> list[bytes]:
 def test_the_cap_signs_what_it_writes_and_lets_status_and_errors_through():
     from jupyter_client.session import Session
 
-    from course_tools.grading.sandbox._kernel_output import OutputCap
+    from course_tools.grading.sandbox._kernel_output import OutputCap, Requests
 
     key = b"a-connection-key"
     kernel, nbgrader = Session(key=key), Session(key=key)
-    cap = OutputCap(key, "hmac-sha256", cell_bytes=10_000, kernel_bytes=25_000)
-    request = kernel.msg("execute_request", content={"code": ""})
+    requests = Requests()
+    cap = OutputCap(key, "hmac-sha256", cell_bytes=10_000, kernel_bytes=25_000,
+                    requests=requests)
+
+    def sent(kind: str) -> dict:  # a request nbgrader sent on shell (the relay notes it)
+        message = nbgrader.msg(kind, content={"code": ""})
+        requests.record(nbgrader.serialize(message))
+        return message
+
+    request = sent("execute_request")
 
     def through(kind: str, content: dict, parent=request) -> list[dict]:
         messages = cap.filter(_frames(kernel, kind, content, parent))
@@ -156,11 +188,11 @@ def test_the_cap_signs_what_it_writes_and_lets_status_and_errors_through():
     (status,) = through("status", {"execution_state": "idle"})
     assert status["content"] == {"execution_state": "idle"}
     # A new request starts a fresh allowance for its cell, within the notebook's.
-    following = kernel.msg("execute_request", content={"code": ""})
+    following = sent("execute_request")
     kept = through("stream", {"name": "stdout", "text": "f" * 9000}, following)
     assert [m["content"]["text"] for m in kept] == ["f" * 9000]
     (note,) = through("stream", {"name": "stdout", "text": "g" * 9000},
-                      kernel.msg("execute_request", content={"code": ""}))
+                      sent("execute_request"))
     assert "this notebook's output passed" in note["content"]["text"]
     # Past both caps an error still arrives, as an error, shortened.
     (error,) = through("error", {"ename": "ValueError", "evalue": "e" * 10**6,
@@ -170,6 +202,71 @@ def test_the_cap_signs_what_it_writes_and_lets_status_and_errors_through():
     assert len(json.dumps(error["content"])) < 2**16 + 1000
     # A forged or foreign message (no delimiter, not JSON) is not forwarded.
     assert cap.filter([b"topic", b"not a message"]) == []
+
+
+def test_past_the_cap_a_request_gets_one_error_and_errors_count():
+    """Issue 38, cause 8: 8,000 signed ``error`` messages made a 253 MiB autograded notebook,
+    since errors were never counted nor stopped. Every message counts; past the caps a request
+    gets one error (and one note, one busy, one idle), a parent nbgrader never sent nothing."""
+    from jupyter_client.session import Session
+
+    from course_tools.grading.sandbox._kernel_output import ERROR_BYTES, OutputCap, Requests
+
+    key = b"a-connection-key"
+    kernel, nbgrader = Session(key=key), Session(key=key)
+    requests = Requests()
+    cell_bytes, kernel_bytes = 200_000, 500_000
+    cap = OutputCap(key, "hmac-sha256", cell_bytes=cell_bytes, kernel_bytes=kernel_bytes,
+                    requests=requests)
+
+    def sent() -> dict:
+        message = nbgrader.msg("execute_request", content={"code": ""})
+        requests.record(nbgrader.serialize(message))
+        return message
+
+    def through(kind: str, content: dict, parent: dict) -> list[dict]:
+        messages = cap.filter(_frames(kernel, kind, content, parent))
+        return [nbgrader.deserialize(nbgrader.feed_identities(frames)[1]) for frames in messages]
+
+    def error(number: int) -> dict:
+        return {"ename": "AssertionError", "evalue": f"{number} " + "e" * 10_000,
+                "traceback": ["t" * 10_000]}
+
+    def flood(parent: dict, count: int = 2000) -> list[dict]:
+        return [m for i in range(count) for m in through("error", error(i), parent)]
+
+    first = sent()
+    got = flood(first)
+    size = sum(len(json.dumps(m["content"])) for m in got)
+    assert size <= cell_bytes + ERROR_BYTES + 1000, (len(got), size)  # was every one of them
+    assert 1 <= sum("shortened" in m["content"]["evalue"] for m in got) <= 1, len(got)
+    # errors counted toward the cell's allowance: its output is now cut
+    (cut,) = through("stream", {"name": "stdout", "text": "x"}, first)  # the note, once
+    assert "output was cut" in cut["content"]["text"], cut
+    assert through("stream", {"name": "stdout", "text": "x"}, first) == []
+    # statuses: one busy and one idle past the cap, then nothing
+    states = [m["content"]["execution_state"] for state in ("busy", "idle", "idle", "busy")
+              for m in through("status", {"execution_state": state}, first)]
+    assert states == ["busy", "idle"], states
+    # interleaving another parent does not give the request a fresh allowance of errors
+    forged = kernel.msg("execute_request", content={"code": ""})  # never sent by nbgrader
+    for _ in range(3):
+        through("stream", {"name": "stdout", "text": "y"}, forged)
+        assert through("error", error(0), first) == []
+    # a request nbgrader sends later: its own fresh cell allowance within the kernel's, then
+    # past the kernel's cap, one error each; a parent nbgrader never sent gets nothing
+    for _ in range(5):
+        flood(sent(), 200)
+    assert cap.kernel_used > kernel_bytes - 50_000
+    assert flood(forged, 50) == []
+    last = sent()
+    assert len(flood(last, 500)) == 1
+    (idle,) = [m for state in ("idle", "idle") for m in
+               through("status", {"execution_state": state}, last)]
+    assert idle["content"]["execution_state"] == "idle"
+    assert through("status", {"execution_state": "idle"}, forged) == []
+    total = cap.kernel_used
+    assert total <= kernel_bytes + 8 * (ERROR_BYTES + 5000), total
 
 
 def test_the_relay_connects_only_to_a_socket_itself(tmp_path):

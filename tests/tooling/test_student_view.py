@@ -90,3 +90,22 @@ def test_every_public_name_but_the_answers_is_in_the_stand_in(tmp_path):
                          env={"PYTHONPATH": str(course), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout) == {}, run.stdout
+
+
+def test_the_worker_caps_what_is_printed_with_the_librarys_one_capture():
+    """What the student's code prints is capped by one stream, the checks' ``_Capture``
+    (lectures_lib may not import course_tools; the grader's worker imports the library's),
+    not by a second copy of it in the worker."""
+    import inspect
+    import io
+
+    from course_tools.grading.sandbox import worker
+    from lectures_lib.checks.grader import CappedOutput
+
+    own = [name for name, value in vars(worker).items() if inspect.isclass(value)
+           and issubclass(value, io.TextIOBase) and value.__module__ == worker.__name__]
+    assert own == [], f"the worker writes its own capped stream again: {own}"
+    served = worker.Worker([])
+    assert isinstance(served.printed, CappedOutput)
+    print("x" * 5000, file=served.printed)
+    assert served.printed.take() == "x" * worker.PRINT_EXCERPT and served.printed.take() == ""

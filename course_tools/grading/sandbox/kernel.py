@@ -197,12 +197,34 @@ def _relay(context, kind: str, outer: str, inner: str, identity: bytes,
         return  # the kernel ended before it made its sockets
     back.connect(inner)
     try:
-        if cap is None:
+        if kind in ("shell", "control"):
+            _requests_proxy(front, back)
+        elif cap is None:
             zmq.proxy(front, back)
         else:
             _capped_proxy(front, back, cap)
     except zmq.ZMQError:
         pass  # the context ended: the kernel is gone
+
+
+def _requests_proxy(front, back) -> None:
+    """``zmq.proxy`` for shell and control, noting each request the client sends
+    (:data:`._kernel_output.REQUESTS`: past its caps, the iopub cap serves only those)."""
+    import zmq
+
+    from course_tools.grading.sandbox._kernel_output import REQUESTS
+
+    poller = zmq.Poller()
+    poller.register(front, zmq.POLLIN)
+    poller.register(back, zmq.POLLIN)
+    while True:
+        ready = dict(poller.poll())
+        if front in ready:
+            frames = front.recv_multipart()
+            REQUESTS.record(frames)
+            back.send_multipart(frames)
+        if back in ready:
+            front.send_multipart(back.recv_multipart())
 
 
 def _kernel_socket_ready(path: str, seconds: float = 60.0) -> bool:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import builtins
 import inspect
-import io
 import json
 import os
 import resource
@@ -36,31 +35,6 @@ _LIMITS = {  # SPEC key -> resource
     "open_files": resource.RLIMIT_NOFILE,
 }
 PRINT_EXCERPT = 640  # characters of what one call printed that go back to the grader
-
-
-class _Capped(io.TextIOBase):
-    """Keeps the first characters written, counts the rest (stdout of the student's code)."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.kept = 0
-        self.total = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text) -> int:
-        text = str(text)
-        self.total += len(text)
-        if self.kept < PRINT_EXCERPT:
-            self.parts.append(text[: PRINT_EXCERPT - self.kept])
-            self.kept += len(self.parts[-1])
-        return len(text)
-
-    def take(self) -> str:
-        text = "".join(self.parts)
-        self.parts, self.kept, self.total = [], 0, 0
-        return text
 
 
 def _apply_limits(limits: dict) -> None:
@@ -106,7 +80,9 @@ class Worker:
         self.namespace: dict = {"__name__": "__main__", "__builtins__": builtins,
                                 "get_ipython": lambda: None}
         self.objects: dict[int, object] = {}
-        self.printed = _Capped()
+        from lectures_lib.checks.grader import CappedOutput  # (after the limits: imports torch)
+
+        self.printed = CappedOutput(PRINT_EXCERPT)  # what the student's code prints
 
     def handle_of(self, value) -> int:
         number = len(self.objects) + 1
