@@ -447,10 +447,12 @@ def remove_class(hub_dir: Path, *, remove_homes: bool = False, keep_state: bool 
             if (hub_dir / name).exists():
                 (hub_dir / name).unlink()
                 done["state"].append(name)
-        for folder in ("jupyter", "kernel-slots"):
-            if (hub_dir / folder).is_dir():
-                shutil.rmtree(hub_dir / folder)
-                done["state"].append(folder + "/")
+        from course_tools.classroom.kernels import public_dir
+
+        for folder in (hub_dir / "jupyter", hub_dir / "kernel-slots", public_dir(hub_dir)):
+            if folder.is_dir():  # (HUBDIR/jupyter, kernel-slots: where earlier hubs kept them)
+                shutil.rmtree(folder)
+                done["state"].append(folder.name + "/")
     return done
 
 
