@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from course_tools.classroom.kernels import RUNTIME_BASE, public_dir
+
 OPERATIONS = "operations.json"  # HUBDIR/operations.json: the culler's timeout, the admins
 CREATED = "created-users.json"  # the Unix users `hub --create-users` made (remove-class's list)
 ADMIN_PASSWORDS = "admin-passwords.csv"
@@ -441,14 +443,13 @@ def remove_class(hub_dir: Path, *, remove_homes: bool = False, keep_state: bool 
         command = ["userdel", *(["--remove"] if remove_homes else []), name]
         subprocess.run(command, check=True, capture_output=True)
         subprocess.run(["groupdel", name], capture_output=True)  # its own group, if left
+        shutil.rmtree(RUNTIME_BASE / str(uid), ignore_errors=True)  # its kernels' sockets
         done["removed"].append(name)
     if not keep_state:
         for name in STATE:
             if (hub_dir / name).exists():
                 (hub_dir / name).unlink()
                 done["state"].append(name)
-        from course_tools.classroom.kernels import public_dir
-
         for folder in (hub_dir / "jupyter", hub_dir / "kernel-slots", public_dir(hub_dir)):
             if folder.is_dir():  # (HUBDIR/jupyter, kernel-slots: where earlier hubs kept them)
                 shutil.rmtree(folder)

@@ -24,14 +24,18 @@ the instructor's user, with the instructor's rights. This module gives it a kern
   PID namespace: when nbgrader ends (or kills) the kernel, every process the notebook started
   ends with it.
 
-Without network the kernel cannot reach nbgrader's TCP ports, so the kernel's *launcher* (this
-module's ``launch``, outside the sandbox) binds them and relays the messages to the kernel's Unix
-sockets in the sandbox's ``/kernel``, which it reaches as ``/proc/<sandbox>/root/kernel`` (ZeroMQ
-ROUTER/DEALER, XPUB/XSUB). The messages keep their signatures (the kernel has the connection key,
+Without network the kernel cannot reach its client's channels (nbgrader's TCP ports; the class
+hub's Unix sockets in the student's own folder: ``ipc``, which ``$LECTURES_KERNEL_TRANSPORT``
+then requires, since a 127.0.0.1 port is open to every user of the machine), so the kernel's
+*launcher* (this module's ``launch``, outside the sandbox) binds them and relays the messages to
+the kernel's Unix sockets in the sandbox's ``/kernel``, which it reaches as
+``/proc/<sandbox>/root/kernel`` (ZeroMQ ROUTER/DEALER, XPUB/XSUB). The launcher ends with the
+process that started it (:func:`watch_parent`), and the sandbox with the launcher. The messages keep their signatures (the kernel has the connection key,
 as any kernel does). Output is capped on its way (:mod:`course_tools.grading.sandbox._kernel_output`): a
 cell's beyond 4 MiB, a notebook's beyond 32 MiB, is cut with a note, since nbgrader keeps every
 output in memory; an error always arrives. Without bubblewrap the launcher refuses, and says
-why; the kernel then dies at its start, and nbgrader reports it.
+why; the kernel then dies at its start, and nbgrader reports it (in the class hub it stays, as
+a kernel that answers with the reason: :mod:`._refusal`).
 
 What this does not change: nbgrader runs its hidden test cells in this same kernel, after the
 student's cells, so a submission can still patch the checkers, ``assert``, builtins or IPython and
