@@ -40,6 +40,17 @@ def hub():
         yield running
 
 
+def _running(user: str) -> dict[int, str]:
+    """The user's processes that still run (a zombie waits only for its parent to reap it)."""
+    def state(pid: int) -> str:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return "gone"
+
+    return {pid: c for pid, c in _processes_of(user).items() if state(pid) not in ("Z", "gone")}
+
+
 def _start_kernel(browser, hub, name: str) -> tuple[object, str]:
     """(the student's browser context, a new kernel's id), its launcher started."""
     context, page = _log_in(browser, hub.url, name, hub.passwords[name])
@@ -184,6 +195,8 @@ def test_no_kernel_outlives_its_server_or_the_hub(browser, hub):
     server or the hub stopped. Killed server: its kernels end with it (the launcher watches its
     parent). The hub's shutdown: every process of every student ends (the hub stops each
     server, and kills whatever is left in the student's cgroup). Stops the hub."""
+    import pwd
+
     context, kernel = _start_kernel(browser, hub, ATTACKER)
     try:
         _wait_ready(ATTACKER, kernel)
@@ -193,15 +206,17 @@ def test_no_kernel_outlives_its_server_or_the_hub(browser, hub):
                  if "jupyterhub.singleuser" in command]
     os.kill(server, signal.SIGKILL)
     end = time.monotonic() + 15
-    while _processes_of(ATTACKER) and time.monotonic() < end:
+    while _running(ATTACKER) and time.monotonic() < end:
         time.sleep(0.5)
-    assert not _processes_of(ATTACKER), _processes_of(ATTACKER)
+    assert not _running(ATTACKER), _running(ATTACKER)
 
     assert _kernels(VICTIM), "the victim's kernel from the earlier tests is gone"
     os.killpg(hub.server.pid, signal.SIGTERM)  # as an instructor stops the hub
     hub.server.wait(timeout=90)
     end = time.monotonic() + 30
-    while any(_processes_of(name) for name in STUDENTS) and time.monotonic() < end:
+    while any(_running(name) for name in STUDENTS) and time.monotonic() < end:
         time.sleep(0.5)
-    left = {name: _processes_of(name) for name in STUDENTS}
+    left = {name: _running(name) for name in STUDENTS}
     assert not any(left.values()), f"left after the hub stopped: {left}"
+    for name in STUDENTS:  # nor their sockets
+        assert not Path("/run/lectures-kernels", str(pwd.getpwnam(name).pw_uid)).exists()

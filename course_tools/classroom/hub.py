@@ -313,9 +313,13 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
         })
 
     c.Spawner.pre_spawn_hook = release
-    # after each stop of a server (the hub's shutdown stops them all): nothing the student
-    # started outlives it (a kernel, its launcher): whatever is left in their group is killed
-    c.Spawner.post_stop_hook = lambda spawner: student_group(spawner.user.name, limits).close()
+    def stopped(spawner):
+        """After each stop of a server (the hub's shutdown stops them all): nothing the student
+        started outlives it (a kernel, its launcher): whatever is left in their group is killed."""
+        student_group(spawner.user.name, limits).close()
+        hub_kernels.clear_runtime(spawner.user.name)
+
+    c.Spawner.post_stop_hook = stopped
     c.JupyterHub.services = [{
         "name": SERVICE, "url": f"http://127.0.0.1:{port + 3}", "oauth_no_confirm": True,
         "command": [sys.executable, "-m", "course_tools.classroom.hub", "serve-submit",

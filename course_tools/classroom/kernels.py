@@ -18,7 +18,8 @@ what the students' servers may read, and their end (issue 38, causes 5, 9 and 10
 * **no kernel outlives its server or the hub**: the launcher ends with the server that started
   it (:func:`~course_tools.grading.sandbox.kernel.watch_parent`), and when a student's server
   stops (the hub's shutdown stops every server) the hub's ``post_stop_hook`` kills whatever is
-  left in the student's cgroup (:func:`~course_tools.classroom.hub.configure`).
+  left in the student's cgroup (:func:`~course_tools.classroom.hub.configure`) and removes
+  their runtime folder (:func:`clear_runtime`).
 """
 
 from __future__ import annotations
@@ -86,3 +87,14 @@ def student_environment(hub_dir: Path, username: str, slots: Path) -> dict[str, 
             "JUPYTER_RUNTIME_DIR": str(runtime_dir(username)),
             TRANSPORT_ENV: "ipc", SLOTS_ENV: str(slots)}
 
+
+
+def clear_runtime(username: str) -> None:
+    """Remove the student's runtime folder (after their server stopped: stale sockets)."""
+    import pwd
+
+    try:
+        uid = pwd.getpwnam(username).pw_uid
+    except KeyError:
+        return
+    shutil.rmtree(RUNTIME_BASE / str(uid), ignore_errors=True)
