@@ -27,6 +27,8 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
+from course_tools.classroom.kernels import public_dir
+
 from .test_hub_browser import NOTEBOOK, running_hub, sync_api
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]  # tests/conftest.py: the system tier
@@ -54,7 +56,7 @@ def _log_in(browser, url: str, name: str, password: str):
 
 def _submit_url(hub_dir: Path, url: str, language: str) -> str:
     """The submit page's address, as the student's Course menu gives it."""
-    settings = hub_dir / "jupyter" / "lab-settings" / language / "overrides.json"
+    settings = public_dir(hub_dir) / "jupyter" / "lab-settings" / language / "overrides.json"
     (menu,) = json.loads(settings.read_text())["@jupyterlab/mainmenu-extension:plugin"]["menus"]
     (item,) = [i for i in menu["items"] if i.get("command") == "help:open"]
     return urljoin(url + "/", item["args"]["url"])

@@ -16,7 +16,9 @@ configures it for the course:
   overwritten), and the server opens on ``~/course/student/[zh-Hans|zh-Hant]``;
 * **kernels in the course's sandbox**: the only kernel, ``python3``, is the bubblewrap kernel of
   :mod:`course_tools.grading.sandbox.kernel` (no network, read-only notebook folder, limits);
-  terminals are off and the file browser is rooted at ``~/course``;
+  terminals are off and the file browser is rooted at ``~/course``; the kernels' channels are
+  Unix sockets in a folder of the student's, no kernel outlives its server, and the hub's own
+  folder is root's alone (:mod:`.kernels`);
 * **the student's server runs student code**: everything its process loads is the student's to
   choose, outside the sandbox, so it reads no configuration file (``JUPYTER_NO_CONFIG``, nothing
   from ``~/.jupyter``; e.g. nbgrader's server extensions would execute the student's
@@ -52,6 +54,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from course_tools.classroom import kernels as hub_kernels
 from course_tools.classroom.roster import (  # noqa: F401  (re-exported: the hub's own names)
     STUDENT_FOLDERS,
     SUBMIT_LIMIT,
@@ -97,13 +100,11 @@ def prepare(class_list: Path, hub_dir: Path, *, create_users: bool = False) -> d
     are not shown again). ``create_users``: ``useradd`` each student who has no Unix account."""
     import pwd
 
-    from course_tools.grading.sandbox.kernel import kernel_spec
-
     students = read_class_list(class_list)
     hub_dir = Path(hub_dir).resolve()
     hub_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(hub_dir, 0o711)  # students' servers read the kernel below; nothing else
-    (hub_dir / "class.json").write_text(json.dumps(
+    os.chmod(hub_dir, 0o700)  # root's alone: what students' servers read is in HUBDIR-public
+    _write_private(hub_dir / "class.json", json.dumps(
         [{"username": s.username, "language": s.language} for s in students], indent=1))
     for student in students:
         try:
@@ -128,12 +129,7 @@ def prepare(class_list: Path, hub_dir: Path, *, create_users: bool = False) -> d
     if new:
         _write_private(hub_dir / "passwords.csv", "username,password\n"
                        + "".join(f"{name},{password}\n" for name, password in new.items()))
-    kernel = hub_dir / "jupyter" / "kernels" / "python3"  # the one kernel students get
-    kernel.mkdir(parents=True, exist_ok=True)
-    spec = kernel_spec() | {"display_name": "Python 3 (course sandbox)"}
-    (kernel / "kernel.json").write_text(json.dumps(spec, indent=1))
-    for folder in (hub_dir / "jupyter", hub_dir / "jupyter" / "kernels", kernel):
-        os.chmod(folder, 0o755)
+    hub_kernels.install_kernelspec(hub_dir)  # the one kernel students get, in HUBDIR-public
     exchange = hub_dir / "exchange"
     exchange.mkdir(exist_ok=True)
     os.chmod(exchange, 0o700)
@@ -183,8 +179,11 @@ def student_group(username: str, limits: StudentLimits):
     """The student's cgroup (made, or its limits set again, by root in the hub)."""
     from course_tools.grading.sandbox._cgroups import Group
 
-    return Group.for_student(username, processes=limits.processes,
-                             memory_bytes=limits.memory_bytes, cpus=limits.cpus)
+    group = Group.for_student(username, processes=limits.processes,
+                              memory_bytes=limits.memory_bytes, cpus=limits.cpus)
+    for folder in group.folders:  # as without the hub's umask 077 (the student reads its limits)
+        os.chmod(folder, 0o755)
+    return group
 
 
 def kernel_slots(hub_dir: Path, username: str, kernels: int) -> Path:
@@ -194,7 +193,7 @@ def kernel_slots(hub_dir: Path, username: str, kernels: int) -> Path:
     import pwd
 
     record = pwd.getpwnam(username)
-    base = Path(hub_dir) / "kernel-slots"
+    base = hub_kernels.public_dir(hub_dir) / "kernel-slots"
     base.mkdir(mode=0o711, exist_ok=True)
     os.chmod(base, 0o711)
     folder = base / username
@@ -223,6 +222,7 @@ def _spawner_class(limits: StudentLimits):
             def preexec():
                 group.join()
                 become_student()
+                os.umask(hub_kernels.STUDENT_UMASK)  # not the hub's 077
 
             return preexec
 
@@ -266,7 +266,7 @@ def server_args() -> list[str]:
             "--ServerApp.terminals_enabled=False",
             "--KernelSpecManager.ensure_native_kernel=False",
             "--KernelSpecManager.allowed_kernelspecs", "python3",
-            "--LabApp.extension_manager=readonly"]
+            "--LabApp.extension_manager=readonly", *hub_kernels.SERVER_ARGS]
 
 
 def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
@@ -298,7 +298,8 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
     c.Spawner.args = server_args()
     if subdomain_host:  # one origin per student and service: no page of one reaches another
         c.JupyterHub.subdomain_host = subdomain_host
-    lab_settings = write_lab_settings(hub_dir / "jupyter", submit_url(SERVICE, subdomain_host))
+    lab_settings = write_lab_settings(hub_kernels.public_dir(hub_dir) / "jupyter",  # readable
+                                      submit_url(SERVICE, subdomain_host))
 
     def release(spawner):
         """The student's copies, written as the student, and their server's language."""
@@ -309,6 +310,7 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
         home = Path(pwd.getpwnam(name).pw_dir)
         subprocess.run([sys.executable, "-m", "course_tools", "copy", str(home / "course"),
                         "--student", "--lang", language], user=name, group=name, cwd=home,
+                       umask=hub_kernels.STUDENT_UMASK,
                        env={"HOME": str(home), "PATH": os.environ.get("PATH", "")}, check=True,
                        capture_output=True)
         spawner.default_url = f"/lab/tree/{STUDENT_FOLDERS[language]}"
@@ -316,13 +318,20 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
                         *lab_arguments(lab_settings[language])]  # the Course menu, no nbgrader
         spawner.environment.update({
             "LECTURES_LANG": language,  # the checkers' messages in the student's language
-            "JUPYTER_PATH": str(hub_dir / "jupyter"),  # the sandboxed kernel is `python3`
-            **SERVER_ENVIRONMENT,
-            "LECTURES_KERNEL_SLOTS": str(kernel_slots(hub_dir, name, limits.kernels)),
+            **SERVER_ENVIRONMENT,  # and the kernels' (ipc channels, the sandboxed `python3`):
+            **hub_kernels.student_environment(hub_dir, name,
+                                              kernel_slots(hub_dir, name, limits.kernels)),
             "PATH": f"{bin_dir}:/usr/bin:/bin",
         })
 
     c.Spawner.pre_spawn_hook = release
+    def stopped(spawner):
+        """After each stop of a server (the hub's shutdown stops them all): nothing the student
+        started outlives it (a kernel, its launcher): whatever is left in their group is killed."""
+        student_group(spawner.user.name, limits).close()
+        hub_kernels.clear_runtime(spawner.user.name)
+
+    c.Spawner.post_stop_hook = stopped
     c.JupyterHub.services = [{
         "name": SERVICE, "url": f"http://127.0.0.1:{port + 3}", "oauth_no_confirm": True,
         "command": [sys.executable, "-m", "course_tools.classroom.hub", "serve-submit",
@@ -438,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    os.umask(0o077)  # the hub's files (jupyterhub.sqlite, pid files): root's alone
     os.chdir(args.hub_dir)
     os.execv(sys.executable, [sys.executable, "-m", "jupyterhub", "-f", str(config)])
 

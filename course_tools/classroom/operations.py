@@ -3,9 +3,8 @@
 * **one install**: :func:`missing_parts` names every server the hub starts that this Python lacks
   (the students' single-user server, JupyterLab, the idle culler, the proxy); ``hub`` refuses to
   start while any is missing, rather than letting a student's login hang at "50 %";
-* **idle culling** by ``jupyterhub-idle-culler``, a hub service (``--idle-timeout SECONDS``;
-  ``0`` turns it off): a server idle that long is stopped; inside a running server, jupyter_server
-  shuts down a kernel idle that long (``MappingKernelManager.cull_idle_timeout``);
+* **idle culling** (``--idle-timeout SECONDS``, ``0``: off): ``jupyterhub-idle-culler`` stops
+  a server idle that long, jupyter_server a kernel (``MappingKernelManager.cull_idle_timeout``);
 * **an instructor's account** (``--admin NAME``): a hub-only login (no Unix user, no server)
   that lands on JupyterHub's admin page (who is online; start or stop a student's server); its
   password in ``HUBDIR/admin-passwords.csv`` (``0600``);
@@ -14,8 +13,7 @@
   only) with its time (``timestamp.txt``), in nbgrader's layout with ``--assignment`` (a released
   one, :mod:`.assignments`: its notebooks, its deadline, a correction graded under the notebook's
   name); who did not submit, and who was late (``--deadline``);
-* ``hub status HUBDIR``: who is online (the hub's state) and who submitted what, when (the
-  exchange's folders);
+* ``hub status HUBDIR``: who is online (the hub's state), who submitted what, when (exchange);
 * ``hub remove-class HUBDIR``: at the end of term, the Unix users the hub created (recorded in
   ``HUBDIR/created-users.json`` by ``--create-users``; never one it did not create), their home
   folders only with ``--remove-homes``, and the hub's state.
@@ -37,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from course_tools.classroom.kernels import RUNTIME_BASE, public_dir
 from course_tools.classroom.roster import _write_private
 
 OPERATIONS = "operations.json"  # HUBDIR/operations.json: the culler's timeout, the admins
@@ -450,16 +449,17 @@ def remove_class(hub_dir: Path, *, remove_homes: bool = False, keep_state: bool 
         command = ["userdel", *(["--remove"] if remove_homes else []), name]
         subprocess.run(command, check=True, capture_output=True)
         subprocess.run(["groupdel", name], capture_output=True)  # its own group, if left
+        shutil.rmtree(RUNTIME_BASE / str(uid), ignore_errors=True)  # its kernels' sockets
         done["removed"].append(name)
     if not keep_state:
         for name in STATE:
             if (hub_dir / name).exists():
                 (hub_dir / name).unlink()
                 done["state"].append(name)
-        for folder in ("jupyter", "kernel-slots"):
-            if (hub_dir / folder).is_dir():
-                shutil.rmtree(hub_dir / folder)
-                done["state"].append(folder + "/")
+        for folder in (hub_dir / "jupyter", hub_dir / "kernel-slots", public_dir(hub_dir)):
+            if folder.is_dir():  # (HUBDIR/jupyter, kernel-slots: where earlier hubs kept them)
+                shutil.rmtree(folder)
+                done["state"].append(folder.name + "/")
     return done
 
 

@@ -24,14 +24,18 @@ the instructor's user, with the instructor's rights. This module gives it a kern
   PID namespace: when nbgrader ends (or kills) the kernel, every process the notebook started
   ends with it.
 
-Without network the kernel cannot reach nbgrader's TCP ports, so the kernel's *launcher* (this
-module's ``launch``, outside the sandbox) binds them and relays the messages to the kernel's Unix
-sockets in the sandbox's ``/kernel``, which it reaches as ``/proc/<sandbox>/root/kernel`` (ZeroMQ
-ROUTER/DEALER, XPUB/XSUB). The messages keep their signatures (the kernel has the connection key,
+Without network the kernel cannot reach its client's channels (nbgrader's TCP ports; the class
+hub's Unix sockets in the student's own folder: ``ipc``, which ``$LECTURES_KERNEL_TRANSPORT``
+then requires, since a 127.0.0.1 port is open to every user of the machine), so the kernel's
+*launcher* (this module's ``launch``, outside the sandbox) binds them and relays the messages to
+the kernel's Unix sockets in the sandbox's ``/kernel``, which it reaches as
+``/proc/<sandbox>/root/kernel`` (ZeroMQ ROUTER/DEALER, XPUB/XSUB). The launcher ends with the
+process that started it (:func:`watch_parent`), and the sandbox with the launcher. The messages keep their signatures (the kernel has the connection key,
 as any kernel does). Output is capped on its way (:mod:`course_tools.grading.sandbox._kernel_output`): a
 cell's beyond 4 MiB, a notebook's beyond 32 MiB, is cut with a note, since nbgrader keeps every
 output in memory; an error always arrives. Without bubblewrap the launcher refuses, and says
-why; the kernel then dies at its start, and nbgrader reports it.
+why; the kernel then dies at its start, and nbgrader reports it (in the class hub it stays, as
+a kernel that answers with the reason: :mod:`._refusal`).
 
 What this does not change: nbgrader runs its hidden test cells in this same kernel, after the
 student's cells, so a submission can still patch the checkers, ``assert``, builtins or IPython and
@@ -63,6 +67,7 @@ from course_tools.grading.sandbox import (
 )
 from course_tools.grading.sandbox import _cgroups as cgroups
 from course_tools.grading.sandbox._kernel_output import MAX_FRAME_BYTES, OutputCap
+from course_tools.grading.sandbox._refusal import channel_address, serve_refusal
 from lectures_lib.utils import check_bool, check_path
 
 __all__ = ["KERNEL_NAME", "kernel_spec", "install", "launch_command", "main"]
@@ -280,6 +285,48 @@ def _sandbox_root(info: int, kernel: subprocess.Popen, seconds: float = 60.0) ->
 
 
 SLOTS_ENV = "LECTURES_KERNEL_SLOTS"  # set by the class hub: the student's kernel slots
+# set by the class hub to "ipc": the launcher then refuses to relay on a TCP port, which every
+# user of the machine can reach (a classmate subscribed to iopub reads the cells and outputs)
+TRANSPORT_ENV = "LECTURES_KERNEL_TRANSPORT"
+
+
+def watch_parent() -> None:
+    """SIGTERM this process when the process that started it (Jupyter's server, nbgrader) ends,
+    however it ends (a SIGKILL included): the launcher's handler then kills bubblewrap, whose
+    ``--die-with-parent`` and PID namespace end every process of the notebook. A pidfd of the
+    parent, watched by a thread (``PR_SET_PDEATHSIG`` would fire when the parent's *thread*
+    that started this process ends, and the server starts kernels from its threads too)."""
+    import select
+
+    parent = os.getppid()
+    try:
+        watched = os.pidfd_open(parent)
+    except (AttributeError, OSError):
+        watched = None
+    if os.getppid() != parent:  # it ended already
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+
+    def wait() -> None:
+        if watched is not None:
+            select.select([watched], [], [])  # readable once the parent has ended
+        else:
+            while os.getppid() == parent:
+                time.sleep(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=wait, daemon=True, name="parent-watch").start()
+
+
+def _refuse(connection_file: str, reason: str) -> int:
+    """A kernel that is not started: the reason on stderr; in the class hub the launcher then
+    stays, as a kernel that answers every request with the reason (:mod:`._refusal`), until it
+    is shut down or its server ends, since Jupyter's server restarts a kernel that exits at
+    once, and the student's lab asks for a new one after that: refused again, in a loop."""
+    print(f"lectures-sandbox kernel: {reason}", file=sys.stderr)
+    if not os.environ.get(SLOTS_ENV):
+        return 1  # nbgrader: the kernel dies at its start, and nbgrader reports it
+    return serve_refusal(json.loads(Path(connection_file).read_text()), reason)
 
 
 def take_slot() -> tuple[int | None, str]:
@@ -310,22 +357,23 @@ def take_slot() -> tuple[int | None, str]:
 def _launch(connection_file: str) -> int:
     """Outside the sandbox (started by Jupyter in the notebook's folder): start the kernel in
     bubblewrap and relay its channels until it ends."""
+    watch_parent()  # this launcher, and so its sandbox, end with the server that started it
     slot, refused = take_slot()  # held (open) until this launcher ends; first: it is quick
     if refused:
-        print(f"lectures-sandbox kernel: not started: {refused}", file=sys.stderr)
-        return 1
+        return _refuse(connection_file, f"not started: {refused}")
     problem = sandbox_problem()
     if problem:
-        print(f"lectures-sandbox kernel: refusing to start without a sandbox: {problem}. "
-              "Student code would run with your rights. Install bubblewrap, or use another "
-              "kernel only inside a throwaway container or VM.", file=sys.stderr)
-        return 1
+        return _refuse(connection_file, f"refusing to start without a sandbox: {problem}. "
+                       "Student code would run with your rights. Install bubblewrap, or use "
+                       "another kernel only inside a throwaway container or VM.")
     import zmq
 
     info = json.loads(Path(connection_file).read_text())
-    if info.get("transport", "tcp") != "tcp":
-        print("lectures-sandbox kernel: only the tcp transport is relayed "
-              f"(got {info.get('transport')!r})", file=sys.stderr)
+    transport, required = info.get("transport", "tcp"), os.environ.get(TRANSPORT_ENV)
+    if transport not in ("tcp", "ipc") or (required and transport != required):
+        print(f"lectures-sandbox kernel: not started: its channels would use {transport!r}, "
+              f"and {required or 'tcp or ipc'!r} is required here (${TRANSPORT_ENV}): a "
+              "127.0.0.1 port is open to every user of this machine", file=sys.stderr)
         return 1
     folder = tempfile.TemporaryDirectory(prefix="lectures-kernel-")
     inner = Path(folder.name)
@@ -355,7 +403,7 @@ def _launch(connection_file: str) -> int:
     context = zmq.Context()
     identity = os.urandom(8).hex().encode()
     for number, channel in enumerate(CHANNELS if root else (), start=1):
-        outer = f"tcp://{info['ip']}:{info[f'{channel}_port']}"
+        outer = channel_address(info, channel)
         threading.Thread(target=_relay, daemon=True, args=(
             context, channel, outer, f"ipc://{root}/kernel/socket-{number}", identity,
             cap if channel == "iopub" else None)).start()
