@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # real_sentences.py be
 
 import real_sentences as R  # noqa: E402
 
+from lectures_lib import real_sentences as T  # noqa: E402
 from lectures_lib.data import sentences as S  # noqa: E402
 
 DECODING = "beam4-lp1"
@@ -59,15 +60,18 @@ def alignments(model, pairs, src_vocab, tgt_vocab, hypotheses) -> list[dict]:
 
 def run(splits, recipe_name: str, seed: int, n_maps: int) -> dict:
     recipe = R.RECIPES[recipe_name]
-    data, src_vocab, tgt_vocab = R.translation_data(splits, recipe)
-    model, _, cpu, epochs, stopped = R.train_transformer(data, src_vocab, tgt_vocab, recipe, seed)
+    trained = T.train_translator(splits.train, R.recipe_of(recipe), seed,
+                                 max_cpu_s=recipe["max_cpu_s"])
     beam, penalty = R.DECODINGS[DECODING]
-    hypotheses = R.translate(model, splits.test, src_vocab, tgt_vocab, beam, penalty)
+    hypotheses = T.translate(trained, [p.english for p in splits.test], beam=beam,
+                             length_penalty=penalty, model=trained.model)
+    vocabularies = (trained.data.src_vocab, trained.data.tgt_vocab)
     return {"recipe_name": recipe_name, "recipe": recipe, "seed": seed, "decoding": f"last/{DECODING}",
-            "cpu_s": round(cpu, 1), "epochs_done": epochs, "stopped_early": stopped,
+            "cpu_s": round(trained.cpu_s, 1), "epochs_done": trained.epochs_done,
+            "stopped_early": bool(trained.stopped),
             "test_bleu": R.scores(hypotheses, splits.test)["bleu"],
             "hypotheses": hypotheses,
-            "alignments": alignments(model, splits.test[:n_maps], src_vocab, tgt_vocab,
+            "alignments": alignments(trained.model, splits.test[:n_maps], *vocabularies,
                                      hypotheses[:n_maps]),
             **R.machine()}
 
