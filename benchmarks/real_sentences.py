@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -218,6 +219,57 @@ def translation_model(splits, recipe: dict, seed: int) -> dict:
             "examples": [[p.english, p.simplified, h] for p, h in zip(splits.test[:8], examples)]}
 
 
+CURVE_SIZES = (250, 500, 1000, 2000)  # training pairs of the learning curve (+ the full split)
+CURVE_RECIPE = "smoothed-fast"  # the search's best recipe on every seed when the curve was run
+
+
+def curve_point(splits, size: int, seed: int | None) -> dict:
+    """Test BLEU with the first ``size`` training pairs: the curve's recipe (decoded as the
+    search chose: beam 4, length penalty 1, the last weights) when ``seed`` is given, else the
+    two baselines (deterministic)."""
+    train = splits.train[:size]
+    english = [p.english for p in splits.test]
+    if seed is None:
+        return {"retrieval": scores(T.retrieve(train, english), splits.test),
+                "gloss": scores(T.gloss(train, english), splits.test),
+                "training_pairs": size, "deterministic": True}
+    recipe = RECIPES[CURVE_RECIPE]
+    trained = T.train_translator(train, recipe_of(recipe), seed, max_cpu_s=recipe["max_cpu_s"])
+    found = scores(T.translate(trained, english, beam=4, length_penalty=1.0), splits.test)
+    return {"test_bleu": found["bleu"], "test_chrf": found["chrf"], "training_pairs": size,
+            "cpu_s": round(trained.cpu_s, 1), "epochs_done": trained.epochs_done}
+
+
+# The homework's tiers (lectures_lib.checks.translation.TIERS): tier -> (method, evaluation);
+# its fraction = the lowest over the seeds of that reference's test BLEU / retrieval's, floored
+# to 2 decimals, so the reference itself reaches its tier on every seed here.
+TIER_REFERENCES = {
+    "simple": ("Transformer: starter", None),  # None: the decoding chosen on valid
+    "medium": ("word-by-word gloss (Dice)", None),
+    "strong": ("Transformer: smoothed-fast", "last/greedy"),
+    "boss": ("Transformer: smoothed-fast", None),
+}
+RETRIEVAL = "retrieval (TF-IDF words + bigrams)"
+GLOSS = "word-by-word gloss (Dice)"
+
+
+def tier_fractions(results: dict, seeds=(0, 1, 2)) -> dict:
+    """The homework's tier fractions from the stored runs (every reference on every seed)."""
+    out = {}
+    for tier, (method, evaluation) in TIER_REFERENCES.items():
+        ratios = []
+        for seed in seeds:
+            row = find(results, "translation", method, seed)
+            lookup = find(results, "translation", RETRIEVAL, seed)
+            if row is None or lookup is None:
+                raise LookupError(f"no stored run of {method!r} (or retrieval) for seed {seed}")
+            bleu = row["evaluations"][evaluation]["test"]["bleu"] if evaluation else \
+                row["test_bleu"]
+            ratios.append(bleu / lookup["test_bleu"])
+        out[tier] = math.floor(min(ratios) * 100) / 100
+    return out
+
+
 def retrieval(splits, bigrams: bool) -> dict:
     return {split: scores(T.retrieve(splits.train, [p.english for p in getattr(splits, split)],
                                      bigrams=bigrams), getattr(splits, split))
@@ -276,6 +328,27 @@ def markdown(results: dict) -> str:
         cpu_text = f"{statistics.mean(cpu):.0f}" if cpu else "-"
         lines.append(f"| {method} | {len(found)} | {_summary(valid)} | {_summary(test)} | "
                      f"{_summary(chrf)} | {chosen} | {cpu_text} |")
+    curve = [r for r in rows if r["task"] == "curve"]
+    if curve:
+        lines.extend(["", f"**Learning curve: test BLEU against training pairs** ({CURVE_RECIPE},"
+                      " beam 4, length penalty 1; the baselines on the same pairs)", "",
+                      "| training pairs | Transformer: mean (per seed) | retrieval | gloss |",
+                      "|---:|---|---:|---:|"])
+        for size in sorted({r["training_pairs"] for r in curve}):
+            model = sorted((r for r in curve if r["training_pairs"] == size and "test_bleu" in r),
+                           key=lambda r: r["seed"])
+            base = next((r for r in curve if r["training_pairs"] == size and "retrieval" in r),
+                        None)
+            lines.append(f"| {size} | {_summary([r['test_bleu'] for r in model])} | "
+                         f"{base['retrieval']['bleu'] if base else '-'} | "
+                         f"{base['gloss']['bleu'] if base else '-'} |")
+        full = sorted((r for r in rows if r["method"] == f"Transformer: {CURVE_RECIPE}"),
+                      key=lambda r: r["seed"])
+        lookup = {m: find(results, "translation", m, 0) for m in (RETRIEVAL, GLOSS)}
+        if full and all(lookup.values()):
+            values = [r["evaluations"]["last/beam4-lp1"]["test"]["bleu"] for r in full]
+            lines.append(f"| {full[0]['training_pairs']} (all) | {_summary(values)} | "
+                         f"{lookup[RETRIEVAL]['test_bleu']} | {lookup[GLOSS]['test_bleu']} |")
     return "\n".join(lines)
 
 
@@ -284,7 +357,8 @@ def markdown(results: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", nargs="+", default=["segmentation", "level", "translation"])
+    parser.add_argument("--tasks", nargs="+",
+                        default=["segmentation", "level", "translation", "curve"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--recipes", nargs="*", default=list(RECIPES))
     parser.add_argument("--split-seed", type=int, default=0)
@@ -334,6 +408,12 @@ def main() -> None:
                                   ("retrieval (TF-IDF words + bigrams)", True)):
                 run("translation", name, seed, partial(_flat, retrieval, splits, bigrams))
             run("translation", "word-by-word gloss (Dice)", seed, partial(_flat, gloss, splits))
+    if "curve" in args.tasks:  # the learning curve: baselines once, the recipe per seed
+        for size in CURVE_SIZES:
+            run("curve", f"baselines, {size} pairs", 0, partial(curve_point, splits, size, None))
+            for seed in args.seeds:
+                run("curve", f"Transformer: {CURVE_RECIPE}, {size} pairs", seed,
+                    partial(curve_point, splits, size, seed))
     if "translation" in args.tasks:  # the search: recipe by recipe, every seed of one first
         for name in args.recipes:
             for seed in args.seeds:

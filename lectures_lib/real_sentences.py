@@ -208,6 +208,9 @@ def translation_data(train: Sequence[S.SentencePair], recipe: dict) -> Translati
 
 def build_translator(data: TranslationData, recipe: dict) -> Transformer:
     """The course's ``Transformer`` of the recipe's size (call after seeding)."""
+    if not isinstance(data, TranslationData):
+        raise TypeError(f"data must be a TranslationData (from translation_data), got "
+                        f"{type(data).__name__}")
     recipe = check_recipe(recipe)
     model = Transformer(len(data.src_vocab), len(data.tgt_vocab), d_model=recipe["d_model"],
                         num_heads=recipe["heads"], num_encoder_layers=recipe["layers"],
@@ -378,6 +381,11 @@ def translate(trained: TrainedTranslator, english: Sequence[str], *, beam: int |
     """Chinese for each English sentence: greedy decoding when ``beam`` is 1, else beam search
     with ``length_penalty`` (default: the recipe's), 100 sentences at a time, ``<unk>``
     dropped. ``model``: other weights than the recipe's (e.g. ``trained.averaged``)."""
+    if not isinstance(trained, TrainedTranslator):
+        raise TypeError(f"trained must be a TrainedTranslator (from train_translator), got "
+                        f"{type(trained).__name__}")
+    if model is not None and not isinstance(model, Transformer):
+        raise TypeError(f"model must be a Transformer or None, got {type(model).__name__}")
     english = _check_english(english)
     recipe = check_recipe({**trained.recipe, **({} if beam is None else {"beam": beam}),
                            **({} if length_penalty is None else

@@ -36,8 +36,22 @@ IGNORE = -100  # the target of a padding position: counted neither in the loss n
 N_LEVELS = 6
 
 
+def _check_model(model: object, vocab: object) -> None:
+    if not isinstance(model, EncoderTagger):
+        raise TypeError(f"model must be an EncoderTagger (from train_segmenter or "
+                        f"train_level_model), got {type(model).__name__}")
+    _check_vocab(vocab)
+
+
+def _check_vocab(vocab: object) -> None:
+    if not isinstance(vocab, S.SentenceVocab):
+        raise TypeError(f"vocab must be a SentenceVocab (the characters' vocabulary), got "
+                        f"{type(vocab).__name__}")
+
+
 def char_tensors(pairs: Sequence[S.SentencePair], vocab: S.SentenceVocab) -> torch.Tensor:
     """``(n, max_len)`` character ids of the pairs' Simplified Chinese, ``<pad>`` after."""
+    _check_vocab(vocab)
     return S.pad_batch([vocab.encode(S.chinese_characters(p.simplified)) or [vocab.unk_id]
                         for p in check_pairs(pairs)])
 
@@ -76,6 +90,7 @@ def train_segmenter(train: Sequence[S.SentencePair], *, seed: int = 0, epochs: i
 def segment(model: EncoderTagger, vocab: S.SentenceVocab,
             pairs: Sequence[S.SentencePair]) -> list[list[str]]:
     """Each pair's Simplified Chinese cut into words by the tagger's most likely tags."""
+    _check_model(model, vocab)
     pairs = check_pairs(pairs)
     chars = char_tensors(pairs, vocab)  # (n, max_len)
     with torch.no_grad():
@@ -119,6 +134,7 @@ def train_level_model(train: Sequence[S.SentencePair], *, seed: int = 0, epochs:
 def predict_levels(model: EncoderTagger, vocab: S.SentenceVocab,
                    pairs: Sequence[S.SentencePair]) -> list[int]:
     """The most likely HSK level (1-6) of each pair."""
+    _check_model(model, vocab)
     pairs = check_pairs(pairs)
     chars = char_tensors(pairs, vocab)
     with torch.no_grad():

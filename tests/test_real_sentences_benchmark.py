@@ -48,3 +48,14 @@ def test_stored_baselines_are_what_the_code_computes(splits):
             checked += 1
     assert checked, "the stored runs hold none of the deterministic baselines"
     assert R.markdown(stored).count("|") > 20
+
+
+@pytest.mark.skipif(not STORED.exists(), reason="no stored runs")
+def test_the_homework_tiers_are_the_stored_reference_measurements():
+    """Each tier's fraction of retrieval's BLEU is the lowest over 3 seeds of its reference recipe
+    (recomputed from the stored runs), and the tiers rise from simple to boss."""
+    from lectures_lib.checks.translation import TIERS
+
+    fractions = R.tier_fractions(json.loads(STORED.read_text()))
+    assert TIERS == fractions
+    assert list(TIERS.values()) == sorted(TIERS.values())

@@ -48,13 +48,14 @@ __all__ = ["HOMEWORK_CPU_S", "TIERS", "TIER_REFERENCES", "check_translation_simp
            "check_translation_strong", "check_translation_boss"]
 
 HOMEWORK_CPU_S = 300.0  # CPU seconds of training per submission (the strong reference: ~130)
-# tier -> the fraction of retrieval's BLEU on the same test split it needs; measured (see above)
-TIERS = {"simple": 0.55, "medium": 0.61, "strong": 0.81, "boss": 1.0}
+# tier -> the fraction of retrieval's BLEU on the same test split it needs; measured (see above):
+# benchmarks/real_sentences.py's tier_fractions() recomputes them from the stored runs
+TIERS = {"simple": 0.23, "medium": 0.6, "strong": 0.75, "boss": 0.81}
 TIER_REFERENCES = {  # where each fraction comes from (benchmarks/real_sentences.json)
-    "simple": "Transformer: starter (the notebook's starting recipe), lowest of 3 seeds",
-    "medium": "word-by-word gloss (Dice) / retrieval: a dictionary's word-by-word translation",
-    "strong": "Transformer: smoothed-fast, lowest of 3 seeds",
-    "boss": "retrieval itself: the model must beat the lookup",
+    "simple": "the notebook's STARTER recipe, the lowest of 3 seeds",
+    "medium": "a word-by-word dictionary translation (the gloss baseline)",
+    "strong": "the course's reference recipe decoded greedily, the lowest of 3 seeds",
+    "boss": "the course's reference recipe with beam search, the lowest of 3 seeds",
 }
 _LARGE_FIELD = 200  # characters of a field's value that can only be data, not a setting
 _SCORES: dict[str, dict] = {}  # recipe and split -> score: one training per submission
@@ -137,13 +138,15 @@ def _tier(recipe_fn, tier: str) -> str:
     if score["stopped"]:
         raise Mistake(
             "over_budget",
-            f"training is limited to {HOMEWORK_CPU_S:.0f} CPU seconds per submission and your "
+            f"training is limited to {HOMEWORK_CPU_S:g} CPU seconds per submission and your "
             f"recipe stopped: {score['stopped']}. Make it cheaper (fewer epochs, a smaller "
             "d_model or d_ff, fewer layers, larger batches) and check it again.")
     needed = round(TIERS[tier] * score["retrieval_bleu"], 2)
     measured = (f"BLEU {score['bleu']:.2f} (chrF {score['chrf']:.2f}) on the test sentences of "
                 f"{score['split']}; retrieving the nearest training sentence scores "
                 f"{score['retrieval_bleu']:.2f} there")
+    if score["bleu"] >= score["retrieval_bleu"]:
+        measured += " (your recipe beats the lookup: more than the course's own recipes did)"
     if score["bleu"] < needed:
         raise Mistake(
             "below_tier",
@@ -154,7 +157,7 @@ def _tier(recipe_fn, tier: str) -> str:
 
 @checker("translation_simple")
 def check_translation_simple(recipe_fn) -> str:
-    """The simple tier: the notebook's starting recipe, or better."""
+    """The simple tier: the notebook's starter recipe, or better."""
     return _tier(recipe_fn, "simple")
 
 
@@ -166,11 +169,12 @@ def check_translation_medium(recipe_fn) -> str:
 
 @checker("translation_strong")
 def check_translation_strong(recipe_fn) -> str:
-    """The strong tier: the course's best-measured reference recipe."""
+    """The strong tier: the course's reference recipe, decoded greedily."""
     return _tier(recipe_fn, "strong")
 
 
 @checker("translation_boss")
 def check_translation_boss(recipe_fn) -> str:
-    """The boss tier: beat retrieving the nearest training sentence."""
+    """The boss tier: the course's reference recipe with beam search (the best it measured:
+    no recipe of the search beat retrieval on every seed)."""
     return _tier(recipe_fn, "boss")
