@@ -33,6 +33,7 @@ from .padding import check_padded_self_attention
 from .positional import *  # noqa: F401,F403
 from .positional import __all__ as _positional_all
 from .relative import check_relative_position_attention
+from .segmentation import check_words_from_tags
 from .trained import check_reverse_translator, check_skip_flip_model, check_sort_tagger
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
@@ -69,6 +70,7 @@ __all__ = [
     "check_causal_window_attention",
     "check_binding_model",
     "check_query_rule",
+    "check_words_from_tags",
     "check_translation_simple",
     "check_translation_medium",
     "check_translation_strong",
