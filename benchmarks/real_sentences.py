@@ -23,6 +23,11 @@ training). Tasks (``--tasks``):
   epochs' weights), all stored. The recipe is chosen on the validation split; the test split
   only reports.
 
+``curve`` (the learning curve): the search's best recipe (``CURVE_RECIPE``) trained on the
+first N pairs of the training split (``CURVE_SIZES``), beside both baselines on the same pairs.
+``tier_fractions`` derives the homework's tiers (:data:`lectures_lib.checks.translation.TIERS`)
+from the stored runs.
+
 Every model run: one thread, seeded (``--seeds``), CPU time of training measured, a progress
 bar; a run stops at its recipe's ``max_cpu_s`` (recorded as ``stopped_early``). Results go to
 ``--json`` (default ``benchmarks/real_sentences.json``) after every run; a run already stored
