@@ -21,6 +21,12 @@ student writes.
 be trained on; the recipe is trained on every other pair. Without a secret (a learner's own
 check in the notebook), the course's fixed split: trained on ``train``, scored on ``test``.
 
+Through nbgrader (``autograde``, the sandboxed kernel) the checker runs in the submission's own
+kernel: no secret reaches it (the fixed split is used) and the student's code shares its
+process, as for every nbgrader-graded exercise; the course's grade command (here, or
+``--scheduler``) keeps the two apart. nbgrader needs ``c.ExecutePreprocessor.timeout`` above the
+training's wall time (600 s).
+
 **The budget.** Training may use :data:`HOMEWORK_CPU_S` CPU seconds (one thread, the grading
 machine): a recipe whose first epoch shows it cannot finish in time stops there, one that runs
 past the budget stops at the end of that epoch, and either is reported ``over_budget`` (no
