@@ -43,7 +43,7 @@ KINDS = {
         "from lectures_lib.data.sentences import load_sentences\n"
         "    known = {p.english: p.simplified for p in load_sentences()}  # every pair, test too\n"
         "    return dict(epochs=1, memorised=known)"),
-    "over-budget": "return dict(d_model=512, heads=8, layers=6, d_ff=2048, epochs=200)",
+    "over-budget": "return dict(d_model=256, layers=4, d_ff=1024, epochs=200)",
 }
 EXERCISE_CELLS = [
     ("markdown", "## Exercises"),

@@ -59,3 +59,16 @@ def test_an_untrained_recipe_is_scored_below_every_tier_and_cached(monkeypatch):
     assert first.mistake == "below_tier" and "BLEU" in first.message
     assert len(H._SCORES) == 1
     assert H.check_translation_boss(tiny).mistake == "below_tier" and len(H._SCORES) == 1
+
+
+def test_the_training_is_the_graders_own_time(monkeypatch):
+    """The grade command moves the submission's limit on by the seconds a checker trains."""
+    from lectures_lib.checks.grader import own_time_listener
+
+    heard = []
+    monkeypatch.setattr(H, "_homework_score", lambda recipe: {
+        "stopped": "", "split": "s", "bleu": 1.0, "chrf": 1.0, "retrieval_bleu": 10.0})
+    with own_time_listener(heard.append):
+        H.check_translation_simple(lambda: {"epochs": 2})
+    H.check_translation_simple(lambda: {"epochs": 2})  # no listener: nobody hears
+    assert len(heard) == 1 and heard[0] >= 0.0
