@@ -23,6 +23,11 @@ training). Tasks (``--tasks``):
   epochs' weights), all stored. The recipe is chosen on the validation split; the test split
   only reports.
 
+``curve`` (the learning curve): the search's best recipe (``CURVE_RECIPE``) trained on the
+first N pairs of the training split (``CURVE_SIZES``), beside both baselines on the same pairs.
+``tier_fractions`` derives the homework's tiers (:data:`lectures_lib.checks.translation.TIERS`)
+from the stored runs.
+
 Every model run: one thread, seeded (``--seeds``), CPU time of training measured, a progress
 bar; a run stops at its recipe's ``max_cpu_s`` (recorded as ``stopped_early``). Results go to
 ``--json`` (default ``benchmarks/real_sentences.json``) after every run; a run already stored
@@ -37,7 +42,6 @@ with the same recipe is skipped, so the script resumes and more seeds can be add
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import math
 import os
@@ -45,45 +49,44 @@ import platform
 import statistics
 import sys
 import time
-from collections import Counter
 from functools import partial
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from lectures_lib import seed_everything  # noqa: E402
+from lectures_lib import real_sentences as T  # noqa: E402
+from lectures_lib import sentence_labels as L  # noqa: E402
 from lectures_lib.data import sentences as S  # noqa: E402
-from lectures_lib.decoding import beam_search, greedy_decode  # noqa: E402
-from lectures_lib.models import EncoderTagger, Transformer  # noqa: E402
-from lectures_lib.training import fit, lr_schedule  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-IGNORE = -100  # target of a padding position: counted neither in the loss nor in the metric
 
 # ---------------------------------------------------------------------------------------------
 # Translation recipes: the search. Each is a full description of one training + decoding setup.
 # ---------------------------------------------------------------------------------------------
 
+# A recipe is lectures_lib.real_sentences's (RECIPE_DEFAULTS: the fields a recipe leaves out)
+# with the CPU seconds after which its training stops; its decoding fields are not used here:
+# every trained model is decoded the ways of EVALUATED and the best on the validation split counts.
 BASE = dict(
-    target="chars",  # "chars": one token per Chinese character; "words": the data's words
-    src_min_count=1,  # English words seen fewer times in training become <unk>
-    d_model=128, heads=4, layers=2, d_ff=256, dropout=0.1, norm_first=False,
-    label_smoothing=0.0, lr=1e-3, warmup=0.1, batch_size=64, epochs=30, weight_decay=0.0,
-    average_last=5,  # also evaluate the average of the last epochs' weights
-    augment_glosses=False,  # add (English gloss, Chinese word) pairs of the training words
-    max_cpu_s=360,
+    target="chars", src_min_count=1, d_model=128, heads=4, layers=2, d_ff=256, dropout=0.1,
+    norm_first=False, label_smoothing=0.0, lr=1e-3, warmup=0.1, batch_size=64, epochs=30,
+    weight_decay=0.0, average_last=5, augment_glosses=False, max_cpu_s=360,
 )
 RECIPES = {
+    # the homework's starter (notebook 08 gives it): small and short, the simple tier's reference
+    "starter": dict(BASE, d_model=64, d_ff=128, layers=1, epochs=10, lr=2e-3,
+                    label_smoothing=0.1),
     "plain": dict(BASE),
     "regularised": dict(BASE, dropout=0.3, label_smoothing=0.1, epochs=40),
     "regularised-words": dict(BASE, dropout=0.3, label_smoothing=0.1, epochs=40, target="words"),
     "small-regularised": dict(BASE, d_model=64, d_ff=256, dropout=0.3, label_smoothing=0.1,
                               epochs=60, lr=2e-3),
     "smoothed-fast": dict(BASE, label_smoothing=0.1, lr=2e-3, epochs=25),
+    "smoothed-long": dict(BASE, label_smoothing=0.1, lr=2e-3, epochs=50),
+    "smoothed-words": dict(BASE, label_smoothing=0.1, lr=2e-3, epochs=40, target="words"),
     "lexicon": dict(BASE, label_smoothing=0.1, lr=2e-3, epochs=40, augment_glosses=True),
     "prenorm-regularised": dict(BASE, dropout=0.3, label_smoothing=0.1, epochs=40,
                                 norm_first=True, lr=2e-3, weight_decay=0.01),
@@ -109,7 +112,9 @@ def load(path: Path) -> dict:
 def find(results: dict, task: str, method: str, seed: int, recipe: dict | None = None):
     for row in results["rows"]:
         if (row["task"], row["method"], row["seed"]) == (task, method, seed):
-            if recipe is None or row.get("recipe") == recipe:
+            if recipe is None or (row.get("recipe") is not None and recipe_of(row["recipe"])
+                                  == recipe_of(recipe)
+                                  and row["recipe"]["max_cpu_s"] == recipe["max_cpu_s"]):
                 return row
     return None
 
@@ -137,44 +142,15 @@ def machine() -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# (a) Segmentation
+# (a) Segmentation and (b) HSK level: the models of lectures_lib.sentence_labels
 # ---------------------------------------------------------------------------------------------
 
 
-def char_tensors(pairs, vocab):
-    """``(chars, lengths)``: ``(n, max_len)`` character ids (``<pad>`` after) and the lengths."""
-    rows = [vocab.encode(S.chinese_characters(p.simplified)) for p in pairs]
-    return S.pad_batch(rows), torch.tensor([len(r) for r in rows])
-
-
 def segmentation_model(splits, seed: int, epochs: int = 20) -> dict:
-    vocab = S.build_vocab(S.chinese_characters(p.simplified) for p in splits.train)
-    tag_id = {t: i for i, t in enumerate(S.TAGS)}
-
-    def tensors(pairs):
-        chars, _ = char_tensors(pairs, vocab)
-        tags = [[tag_id[t] for t in S.bmes_tags(p.words)] for p in pairs]
-        targets = torch.full_like(chars, IGNORE)  # (n, max_len): IGNORE on padding
-        for i, row in enumerate(tags):
-            targets[i, : len(row)] = torch.tensor(row)
-        return chars, targets
-
-    seed_everything(seed)
-    model = EncoderTagger(len(vocab), len(S.TAGS), d_model=64, num_heads=4, num_layers=2,
-                          d_ff=128, dropout=0.1)
     start = time.process_time()
-    fit(model, tensors(splits.train), epochs=epochs, batch_size=64, lr=3e-3, seed=seed,
-        ignore_index=IGNORE, desc=f"segmentation seed {seed}")
+    model, vocab = L.train_segmenter(splits.train, seed=seed, epochs=epochs)
     cpu = time.process_time() - start
-    chars, targets = tensors(splits.test)
-    with torch.no_grad():
-        model.eval()
-        predicted = model(chars).argmax(-1)  # (n, max_len) tag ids
-    words = []
-    for p, row in zip(splits.test, predicted):
-        characters = S.chinese_characters(p.simplified)
-        tags = [S.TAGS[int(t)] for t in row[: len(characters)]]
-        words.append(S.words_from_tags(characters, tags))
+    words = L.segment(model, vocab, splits.test)
     return {"f1": S.segmentation_f1(words, [p.words for p in splits.test]), "cpu_s": cpu,
             "epochs": epochs, "parameters": sum(p.numel() for p in model.parameters())}
 
@@ -190,35 +166,12 @@ def segmentation_single_chars(splits) -> dict:
     return {"f1": S.segmentation_f1(words, [p.words for p in splits.test]), "deterministic": True}
 
 
-# ---------------------------------------------------------------------------------------------
-# (b) HSK level
-# ---------------------------------------------------------------------------------------------
-
-
 def level_model(splits, seed: int, epochs: int = 20) -> dict:
-    vocab = S.build_vocab(S.chinese_characters(p.simplified) for p in splits.train)
-
-    def tensors(pairs):
-        chars, _ = char_tensors(pairs, vocab)
-        return chars, torch.tensor([p.level - 1 for p in pairs])  # levels 1..6 -> classes 0..5
-
-    def pooled(model, batch):  # mean over the real characters of the per-character logits
-        chars, levels = batch
-        logits = model(chars)  # (batch, seq, 6)
-        real = (chars != vocab.pad_id).unsqueeze(-1).float()  # (batch, seq, 1)
-        return (logits * real).sum(1) / real.sum(1), levels  # (batch, 6), (batch,)
-
-    seed_everything(seed)
-    model = EncoderTagger(len(vocab), 6, d_model=64, num_heads=4, num_layers=2, d_ff=128,
-                          dropout=0.1)
     start = time.process_time()
-    fit(model, tensors(splits.train), epochs=epochs, batch_size=64, lr=1e-3, seed=seed,
-        forward_fn=pooled, desc=f"level seed {seed}", weight_decay=0.01)
+    model, vocab = L.train_level_model(splits.train, seed=seed, epochs=epochs)
     cpu = time.process_time() - start
-    with torch.no_grad():
-        model.eval()
-        logits, levels = pooled(model, tensors(splits.test))
-    predicted = logits.argmax(-1)
+    predicted = torch.tensor(L.predict_levels(model, vocab, splits.test))
+    levels = torch.tensor([p.level for p in splits.test])
     return {"accuracy": float((predicted == levels).float().mean()),
             "within_one": float(((predicted - levels).abs() <= 1).float().mean()),
             "cpu_s": cpu, "epochs": epochs}
@@ -227,183 +180,43 @@ def level_model(splits, seed: int, epochs: int = 20) -> dict:
 LEVEL_BASELINES = ("majority", "length", "bag-of-characters")
 
 
-def level_baselines(splits) -> dict:
-    """Majority class, the length alone, and a bag of characters (logistic regression)."""
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegression
-
-    y_train = [p.level for p in splits.train]
-    y_test = [p.level for p in splits.test]
-    majority = Counter(y_train).most_common(1)[0][0]
-    out = {"majority": {"accuracy": sum(y == majority for y in y_test) / len(y_test),
-                        "class": majority}}
-    length = LogisticRegression(max_iter=2000).fit(
-        [[len(p.simplified)] for p in splits.train], y_train)
-    out["length"] = {"accuracy": length.score([[len(p.simplified)] for p in splits.test], y_test)}
-    bag = CountVectorizer(analyzer=S.chinese_characters)
-    x_train = bag.fit_transform([p.simplified for p in splits.train])
-    best = None
-    for c in (0.1, 0.3, 1.0, 3.0, 10.0):  # C chosen on the validation split
-        model = LogisticRegression(C=c, max_iter=3000).fit(x_train, y_train)
-        score = model.score(bag.transform([p.simplified for p in splits.valid]),
-                            [p.level for p in splits.valid])
-        if best is None or score > best[0]:
-            best = (score, c, model)
-    out["bag-of-characters"] = {
-        "accuracy": best[2].score(bag.transform([p.simplified for p in splits.test]), y_test),
-        "C": best[1], "valid_accuracy": best[0]}
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
-# (c) Translation
+# (c) Translation: lectures_lib.real_sentences trains and decodes every recipe
 # ---------------------------------------------------------------------------------------------
 
 
 def scores(hypotheses: list[str], pairs) -> dict:
-    import sacrebleu
-
-    references = [[p.simplified for p in pairs]]
-    bleu = sacrebleu.corpus_bleu(hypotheses, references, tokenize="zh")
-    chrf = sacrebleu.corpus_chrf(hypotheses, references)
-    return {"bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2)}
+    return T.bleu_chrf(hypotheses, [p.simplified for p in pairs])
 
 
-def target_tokens(pair, target: str) -> list[str]:
-    return list(pair.words) if target == "words" else S.chinese_characters(pair.simplified)
-
-
-def gloss_pairs(train) -> list[tuple[str, list[str]]]:
-    """(English, Chinese word) pairs from the data's glosses of the training words: the first
-    sense of each word's dictionary gloss, brackets removed (``"teacher"`` -> ``老师``)."""
-    ids = {p.id for p in train}
-    seen, out = set(), []
-    for record in json.loads(S._checked_bytes(S._data_path())):  # the raw records: glosses
-        if record["id"] not in ids:
-            continue
-        for token in record["tokens"]:
-            sense = token.get("gloss_en", "").split(";")[0].split("(")[0].strip()
-            if sense and len(sense.split()) <= 4 and (sense, token["word"]) not in seen:
-                seen.add((sense, token["word"]))
-                out.append((sense, [token["word"]]))
-    return out
-
-
-def translation_data(splits, recipe):
-    train_pairs = [(p.english, target_tokens(p, recipe["target"])) for p in splits.train]
-    if recipe["augment_glosses"]:
-        train_pairs += [(english, word if recipe["target"] == "words" else list("".join(word)))
-                        for english, word in gloss_pairs(splits.train)]
-    src_counts = Counter(w for english, _ in train_pairs for w in S.english_words(english))
-    src_vocab = S.SentenceVocab(w for w, n in src_counts.most_common()
-                                if n >= recipe["src_min_count"])
-    tgt_vocab = S.build_vocab(tokens for _, tokens in train_pairs)
-    src = S.pad_batch([src_vocab.encode(S.english_words(e)) for e, _ in train_pairs])
-    targets = [tgt_vocab.encode(t) for _, t in train_pairs]
-    tgt_in = S.pad_batch([[tgt_vocab.bos_id, *t] for t in targets])  # BEGIN + y
-    tgt_out = S.pad_batch([[*t, tgt_vocab.eos_id] for t in targets])  # y + END
-    return (src, tgt_in, tgt_out), src_vocab, tgt_vocab
-
-
-def translate(model, pairs, src_vocab, tgt_vocab, beam: int, penalty: float) -> list[str]:
-    out = []
-    for start in range(0, len(pairs), 100):
-        chunk = pairs[start : start + 100]
-        src = S.pad_batch([src_vocab.encode(S.english_words(p.english)) for p in chunk])
-        ids = (tgt_vocab.bos_id, tgt_vocab.eos_id, tgt_vocab.pad_id)
-        if beam == 1:
-            tokens = greedy_decode(model, src, 40, *ids)
-        else:
-            tokens = beam_search(model, src, beam, 40, *ids, length_penalty=penalty)
-        for row in tokens:
-            out.append("".join(t for t in tgt_vocab.decode(row) if t != S.UNK))
-    return out
-
-
-def length_batches(tokens: torch.Tensor, batch: int, generator) -> list[torch.Tensor]:
-    """Row indices of every batch of one epoch, in a random order; the rows of a batch have
-    similar lengths (shuffled, then sorted by length within windows of 20 batches), so that
-    little of a batch is padding."""
-    order = torch.randperm(len(tokens), generator=generator)
-    lengths = (tokens != 0).sum(1)  # (n,) real tokens per row
-    batches = []
-    for window in order.split(batch * 20):
-        window = window[lengths[window].argsort(stable=True)]  # short to long
-        batches += list(window.split(batch))
-    return [batches[i] for i in torch.randperm(len(batches), generator=generator)]
-
-
-def trim(ids: torch.Tensor) -> torch.Tensor:
-    """``ids`` without the columns that are padding in every row."""
-    return ids[:, : int((ids != 0).sum(1).max())]
-
-
-def train_transformer(data, src_vocab, tgt_vocab, recipe, seed: int):
-    """AdamW + warm-up/cosine (the course's ``lr_schedule``) + label smoothing; returns the model,
-    the average of the last ``average_last`` epochs' weights, CPU seconds, epochs done."""
-    seed_everything(seed)
-    model = Transformer(len(src_vocab), len(tgt_vocab), d_model=recipe["d_model"],
-                        num_heads=recipe["heads"], num_encoder_layers=recipe["layers"],
-                        num_decoder_layers=recipe["layers"], d_ff=recipe["d_ff"],
-                        dropout=recipe["dropout"], norm_first=recipe["norm_first"])
-    src, tgt_in, tgt_out = data
-    n, batch = len(src), recipe["batch_size"]
-    steps = recipe["epochs"] * math.ceil(n / batch)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["lr"],
-                                  weight_decay=recipe["weight_decay"])
-    scheduler = lr_schedule(optimizer, steps, "warmup_cosine", recipe["warmup"])
-    generator = torch.Generator().manual_seed(seed)
-    snapshots, start, stopped = [], time.process_time(), False
-    bar = tqdm(range(recipe["epochs"]), desc=f"translation seed {seed}", mininterval=1)
-    for epoch in bar:
-        model.train()
-        for rows in length_batches(tgt_in, batch, generator):
-            source, target_in, target_out = trim(src[rows]), trim(tgt_in[rows]), tgt_out[rows]
-            target_out = target_out[:, : target_in.shape[1]]  # (batch, n_tgt): same width
-            logits = model(source, target_in)  # (batch, n_tgt, vocab)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target_out.reshape(-1),
-                                   ignore_index=tgt_vocab.pad_id,
-                                   label_smoothing=recipe["label_smoothing"])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-        bar.set_postfix(loss=f"{loss.item():.3f}")
-        if epoch >= recipe["epochs"] - recipe["average_last"]:
-            snapshots.append(copy.deepcopy(model.state_dict()))
-        if time.process_time() - start > recipe["max_cpu_s"]:
-            stopped = True
-            break
-    cpu = time.process_time() - start
-    averaged = None
-    if len(snapshots) > 1:
-        averaged = copy.deepcopy(model)
-        averaged.load_state_dict({k: sum(s[k] for s in snapshots) / len(snapshots)
-                                  for k in snapshots[0]})
-    return model, averaged, cpu, epoch + 1, stopped
+def recipe_of(benchmark_recipe: dict) -> dict:
+    """The library's recipe (every field) of a benchmark recipe (which adds ``max_cpu_s``)."""
+    return T.check_recipe({k: v for k, v in benchmark_recipe.items() if k != "max_cpu_s"})
 
 
 def translation_model(splits, recipe: dict, seed: int) -> dict:
-    data, src_vocab, tgt_vocab = translation_data(splits, recipe)
-    model, averaged, cpu, epochs, stopped = train_transformer(data, src_vocab, tgt_vocab, recipe,
-                                                              seed)
+    trained = T.train_translator(splits.train, recipe_of(recipe), seed,
+                                 max_cpu_s=recipe["max_cpu_s"])
     evaluations, start = {}, time.process_time()
-    nets = {"last": model, "average": averaged}
+    nets = {"last": trained.model, "average": trained.averaged}
     runs = [(w, nets[w], name) for w, name in EVALUATED if nets[w] is not None]
     for weights, net, name in tqdm(runs, desc="decoding valid + test", mininterval=1):
         beam, penalty = DECODINGS[name]
         evaluations[f"{weights}/{name}"] = {
-            split: scores(translate(net, getattr(splits, split), src_vocab, tgt_vocab, beam,
-                                    penalty), getattr(splits, split))
+            split: scores(T.translate(trained, [p.english for p in getattr(splits, split)],
+                                      beam=beam, length_penalty=penalty, model=net),
+                          getattr(splits, split))
             for split in ("valid", "test")}
     best = max(evaluations, key=lambda k: evaluations[k]["valid"]["bleu"])
-    examples = translate(averaged or model, splits.test[:8], src_vocab, tgt_vocab,
-                         *DECODINGS[best.split("/")[1]])
-    return {"cpu_s": round(cpu, 1), "eval_cpu_s": round(time.process_time() - start, 1),
-            "epochs_done": epochs, "stopped_early": stopped, "training_pairs": len(data[0]),
-            "src_vocab": len(src_vocab), "tgt_vocab": len(tgt_vocab),
-            "parameters": sum(p.numel() for p in model.parameters()),
+    weights, name = best.split("/")
+    examples = T.translate(trained, [p.english for p in splits.test[:8]],
+                           beam=DECODINGS[name][0], length_penalty=DECODINGS[name][1],
+                           model=nets[weights])
+    return {"cpu_s": round(trained.cpu_s, 1), "eval_cpu_s": round(time.process_time() - start, 1),
+            "epochs_done": trained.epochs_done, "stopped_early": bool(trained.stopped),
+            "training_pairs": len(trained.data.src),
+            "src_vocab": len(trained.data.src_vocab), "tgt_vocab": len(trained.data.tgt_vocab),
+            "parameters": sum(p.numel() for p in trained.model.parameters()),
             "evaluations": evaluations, "chosen_on_valid": best,
             "valid_bleu": evaluations[best]["valid"]["bleu"],
             "test_bleu": evaluations[best]["test"]["bleu"],
@@ -411,50 +224,69 @@ def translation_model(splits, recipe: dict, seed: int) -> dict:
             "examples": [[p.english, p.simplified, h] for p, h in zip(splits.test[:8], examples)]}
 
 
-def retrieval(splits, ngrams: tuple[int, int]) -> dict:
-    """The Chinese of the training sentence whose English is nearest (TF-IDF cosine)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+CURVE_SIZES = (250, 500, 1000, 2000)  # training pairs of the learning curve (+ the full split)
+CURVE_RECIPE = "smoothed-fast"  # the search's best recipe on every seed when the curve was run
 
-    vectorizer = TfidfVectorizer(analyzer=lambda s: _ngrams(S.english_words(s), ngrams))
-    train = vectorizer.fit_transform([p.english for p in splits.train])
+
+def curve_point(splits, size: int, seed: int | None) -> dict:
+    """Test BLEU with the first ``size`` training pairs: the curve's recipe (decoded as the
+    search chose: beam 4, length penalty 1, the last weights) when ``seed`` is given, else the
+    two baselines (deterministic)."""
+    train = splits.train[:size]
+    english = [p.english for p in splits.test]
+    if seed is None:
+        return {"retrieval": scores(T.retrieve(train, english), splits.test),
+                "gloss": scores(T.gloss(train, english), splits.test),
+                "training_pairs": size, "deterministic": True}
+    recipe = RECIPES[CURVE_RECIPE]
+    trained = T.train_translator(train, recipe_of(recipe), seed, max_cpu_s=recipe["max_cpu_s"])
+    found = scores(T.translate(trained, english, beam=4, length_penalty=1.0), splits.test)
+    return {"test_bleu": found["bleu"], "test_chrf": found["chrf"], "training_pairs": size,
+            "cpu_s": round(trained.cpu_s, 1), "epochs_done": trained.epochs_done}
+
+
+# The homework's tiers (lectures_lib.checks.translation.TIERS): tier -> (method, evaluation);
+# its fraction = the lowest over the seeds of that reference's test BLEU / retrieval's, floored
+# to 2 decimals, so the reference itself reaches its tier on every seed here.
+# The decodings are the homework's: a recipe decodes as RECIPE_DEFAULTS say unless it says
+# otherwise (the last weights, beam 4, length penalty 1); None: a baseline's one output.
+TIER_REFERENCES = {
+    "simple": ("Transformer: starter", "last/beam4-lp1"),
+    "medium": ("word-by-word gloss (Dice)", None),
+    "strong": ("Transformer: smoothed-fast", "last/greedy"),
+    "boss": ("Transformer: smoothed-fast", "last/beam4-lp1"),
+}
+RETRIEVAL = "retrieval (TF-IDF words + bigrams)"
+GLOSS = "word-by-word gloss (Dice)"
+
+
+def tier_fractions(results: dict, seeds=(0, 1, 2)) -> dict:
+    """The homework's tier fractions from the stored runs (every reference on every seed)."""
     out = {}
-    for split in ("valid", "test"):
-        pairs = getattr(splits, split)
-        nearest = (vectorizer.transform([p.english for p in pairs]) @ train.T).toarray().argmax(1)
-        out[split] = scores([splits.train[i].simplified for i in nearest], pairs)
+    for tier, (method, evaluation) in TIER_REFERENCES.items():
+        ratios = []
+        for seed in seeds:
+            row = find(results, "translation", method, seed)
+            lookup = find(results, "translation", RETRIEVAL, seed)
+            if row is None or lookup is None:
+                raise LookupError(f"no stored run of {method!r} (or retrieval) for seed {seed}")
+            bleu = row["evaluations"][evaluation]["test"]["bleu"] if evaluation else \
+                row["test_bleu"]
+            ratios.append(bleu / lookup["test_bleu"])
+        out[tier] = math.floor(min(ratios) * 100) / 100
     return out
 
 
-def _ngrams(words: list[str], ngrams: tuple[int, int]) -> list[str]:
-    return [" ".join(words[i : i + n]) for n in range(ngrams[0], ngrams[1] + 1)
-            for i in range(len(words) - n + 1)]
+def retrieval(splits, bigrams: bool) -> dict:
+    return {split: scores(T.retrieve(splits.train, [p.english for p in getattr(splits, split)],
+                                     bigrams=bigrams), getattr(splits, split))
+            for split in ("valid", "test")}
 
 
 def gloss(splits) -> dict:
-    """Each English word replaced by the Chinese word of highest Dice coefficient with it over
-    the training pairs (words never seen are dropped); the final mark translated."""
-    english = Counter()
-    chinese = Counter()
-    both = Counter()
-    for p in splits.train:  # words only: punctuation is translated mark by mark below
-        e = {w for w in S.english_words(p.english) if w[0].isalnum()}
-        c = {w for w in p.words if w[0].isalnum()}
-        english.update(e)
-        chinese.update(c)
-        both.update((x, y) for x in e for y in c)
-    best: dict[str, tuple[float, str]] = {}
-    for (e, c), n in sorted(both.items()):  # sorted: ties go to the same word on every run
-        dice = 2 * n / (english[e] + chinese[c])
-        if dice > best.get(e, (0.0, ""))[0]:
-            best[e] = (dice, c)
-    marks = {".": "。", "?": "？", "!": "！", ",": "，"}
-    out = {}
-    for split in ("valid", "test"):
-        pairs = getattr(splits, split)
-        hyps = ["".join(marks[w] if w in marks else best.get(w, (0.0, ""))[1]
-                        for w in S.english_words(p.english)) for p in pairs]
-        out[split] = scores(hyps, pairs)
-    return out
+    return {split: scores(T.gloss(splits.train, [p.english for p in getattr(splits, split)]),
+                          getattr(splits, split))
+            for split in ("valid", "test")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -503,6 +335,27 @@ def markdown(results: dict) -> str:
         cpu_text = f"{statistics.mean(cpu):.0f}" if cpu else "-"
         lines.append(f"| {method} | {len(found)} | {_summary(valid)} | {_summary(test)} | "
                      f"{_summary(chrf)} | {chosen} | {cpu_text} |")
+    curve = [r for r in rows if r["task"] == "curve"]
+    if curve:
+        lines.extend(["", f"**Learning curve: test BLEU against training pairs** ({CURVE_RECIPE},"
+                      " beam 4, length penalty 1; the baselines on the same pairs)", "",
+                      "| training pairs | Transformer: mean (per seed) | retrieval | gloss |",
+                      "|---:|---|---:|---:|"])
+        for size in sorted({r["training_pairs"] for r in curve}):
+            model = sorted((r for r in curve if r["training_pairs"] == size and "test_bleu" in r),
+                           key=lambda r: r["seed"])
+            base = next((r for r in curve if r["training_pairs"] == size and "retrieval" in r),
+                        None)
+            lines.append(f"| {size} | {_summary([r['test_bleu'] for r in model])} | "
+                         f"{base['retrieval']['bleu'] if base else '-'} | "
+                         f"{base['gloss']['bleu'] if base else '-'} |")
+        full = sorted((r for r in rows if r["method"] == f"Transformer: {CURVE_RECIPE}"),
+                      key=lambda r: r["seed"])
+        lookup = {m: find(results, "translation", m, 0) for m in (RETRIEVAL, GLOSS)}
+        if full and all(lookup.values()):
+            values = [r["evaluations"]["last/beam4-lp1"]["test"]["bleu"] for r in full]
+            lines.append(f"| {full[0]['training_pairs']} (all) | {_summary(values)} | "
+                         f"{lookup[RETRIEVAL]['test_bleu']} | {lookup[GLOSS]['test_bleu']} |")
     return "\n".join(lines)
 
 
@@ -511,7 +364,8 @@ def markdown(results: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", nargs="+", default=["segmentation", "level", "translation"])
+    parser.add_argument("--tasks", nargs="+",
+                        default=["segmentation", "level", "translation", "curve"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--recipes", nargs="*", default=list(RECIPES))
     parser.add_argument("--split-seed", type=int, default=0)
@@ -551,16 +405,22 @@ def main() -> None:
                 partial(segmentation_model, splits, seed, args.epochs))
         if "level" in args.tasks:
             if any(find(results, "level", name, seed) is None for name in LEVEL_BASELINES):
-                baselines = baselines or level_baselines(splits)  # deterministic: done once
+                baselines = baselines or L.level_baselines(splits)  # deterministic: done once
                 for name in LEVEL_BASELINES:
                     run("level", name, seed, partial(dict, baselines[name], deterministic=True))
             run("level", f"EncoderTagger, mean-pooled, {args.epochs} epochs", seed,
                 partial(level_model, splits, seed, args.epochs))
         if "translation" in args.tasks:
-            for name, ngrams in (("retrieval (TF-IDF words)", (1, 1)),
-                                 ("retrieval (TF-IDF words + bigrams)", (1, 2))):
-                run("translation", name, seed, partial(_flat, retrieval, splits, ngrams))
+            for name, bigrams in (("retrieval (TF-IDF words)", False),
+                                  ("retrieval (TF-IDF words + bigrams)", True)):
+                run("translation", name, seed, partial(_flat, retrieval, splits, bigrams))
             run("translation", "word-by-word gloss (Dice)", seed, partial(_flat, gloss, splits))
+    if "curve" in args.tasks:  # the learning curve: baselines once, the recipe per seed
+        for size in CURVE_SIZES:
+            run("curve", f"baselines, {size} pairs", 0, partial(curve_point, splits, size, None))
+            for seed in args.seeds:
+                run("curve", f"Transformer: {CURVE_RECIPE}, {size} pairs", seed,
+                    partial(curve_point, splits, size, seed))
     if "translation" in args.tasks:  # the search: recipe by recipe, every seed of one first
         for name in args.recipes:
             for seed in args.seeds:

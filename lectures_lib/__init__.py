@@ -18,7 +18,10 @@ derives it:
   (``from_torch``);
 - :mod:`lectures_lib.decoding`: greedy and beam search, sampling, scores;
 - :mod:`lectures_lib.variants`: the attention variants of sections 06 and 07;
-- :mod:`lectures_lib.data`: the synthetic toy tasks;
+- :mod:`lectures_lib.data`: the synthetic toy tasks, and the real sentence pairs
+  (``data.sentences``);
+- :mod:`lectures_lib.real_sentences`, :mod:`lectures_lib.sentence_labels`: section 08's
+  translation recipe (training, decoding, BLEU, baselines), tagger and classifier;
 - :mod:`lectures_lib.training`: the training loop and its history;
 - :mod:`lectures_lib.plotting`, :mod:`lectures_lib.diagrams`, :mod:`lectures_lib.measure`:
   attention maps and curves, pictures of the architecture, memory and time;

@@ -1002,9 +1002,37 @@ ROWS += [  # issue 42: the positional tests' refusals, as rows
 ]
 
 
+# Issue 39: translation, tagging and classification on the real sentences.
+from lectures_lib import real_sentences as rs  # noqa: E402
+from lectures_lib import sentence_labels as sl  # noqa: E402
+
+_PAIRS = sentences.load_sentences()[:3]
+ROWS += [
+    R(rs.check_recipe, "epochs 0", lambda: rs.check_recipe({"epochs": 0}), ValueError, "recipe['epochs'] must be in [1, 200]"),
+    R(rs.check_recipe, "an unknown field", lambda: rs.check_recipe({"data": 1}), ValueError, "unknown fields ['data']"),
+    R(rs.check_recipe, "a bool as an int", lambda: rs.check_recipe({"layers": True}), TypeError, "recipe['layers'] must be a int"),
+    R(rs.check_pairs, "strings", lambda: rs.check_pairs(["a"]), TypeError, "pairs must hold SentencePair records"),
+    R(rs.translation_data, "no pairs", lambda: rs.translation_data([], {}), TypeError, "train must be a non-empty list of SentencePair"),
+    R(rs.gloss_pairs, "a string", lambda: rs.gloss_pairs("pairs"), TypeError, "train must be a non-empty list"),
+    R(rs.build_translator, "tensors, not TranslationData", lambda: rs.build_translator((1, 2), {}), TypeError, "data must be a TranslationData"),
+    R(rs.train_translator, "a float seed", lambda: rs.train_translator(_PAIRS, {}, 0.5), TypeError, "seed must be an int"),
+    R(rs.translate, "a model, not a TrainedTranslator", lambda: rs.translate(nn.Linear(2, 2), ["Hi."]), TypeError, "trained must be a TrainedTranslator"),
+    R(rs.bleu_chrf, "one reference short", lambda: rs.bleu_chrf(["a", "b"], ["a"]), ValueError, "one hypothesis per reference"),
+    R(rs.retrieve, "one sentence, not a list", lambda: rs.retrieve(_PAIRS, "Hello."), TypeError, "english must be a list of English sentences"),
+    R(rs.gloss, "sentences of ints", lambda: rs.gloss(_PAIRS, [1, 2]), TypeError, "english must be a list of English sentences"),
+    R(sl.char_tensors, "a dict vocabulary", lambda: sl.char_tensors(_PAIRS, {"我": 4}), TypeError, "vocab must be a SentenceVocab"),
+    R(sl.train_segmenter, "epochs 0", lambda: sl.train_segmenter(_PAIRS, epochs=0), ValueError, "epochs must be >= 1"),
+    R(sl.segment, "a Transformer", lambda: sl.segment(models.Transformer(8, 8), sentences.build_vocab([["我"]]), _PAIRS), TypeError, "model must be an EncoderTagger"),
+    R(sl.train_level_model, "no pairs", lambda: sl.train_level_model([]), TypeError, "train must be a non-empty list"),
+    R(sl.predict_levels, "a list vocabulary", lambda: sl.predict_levels(models.EncoderTagger(8, 6), ["我"], _PAIRS), TypeError, "vocab must be a SentenceVocab"),
+    R(sl.level_baselines, "a list, not splits", lambda: sl.level_baselines(_PAIRS), TypeError, "splits must be SentenceSplits"),
+]
+
 # Public names that need no row, with the reason. A name here is a promise, not a loophole:
 # each reason says why no invalid input exists, or who owns the missing rows.
 NO_ROW: dict[str, str] = {
+    "lectures_lib.real_sentences.TranslationData": "a NamedTuple that translation_data returns",
+    "lectures_lib.real_sentences.TrainedTranslator": "a NamedTuple that train_translator returns",
     "lectures_lib.data.digits.DigitsSplit": "a NamedTuple of two tensors that digits_splits returns",
     "lectures_lib.data.digits.load_digit_images": "takes no argument",
     "lectures_lib.data.listops.listops_vocab_size": "takes no argument",

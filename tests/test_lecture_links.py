@@ -12,7 +12,7 @@ from lectures_lib.course import course_files
 
 LINKED = ["01_self_attention", "02_multi_head_attention", "03_positional_encoding",
           "04_transformer_encoder", "05_transformer_decoder", "06_attention_variants",
-          "07_efficient_attention"]
+          "07_efficient_attention", "08_real_sentences"]
 VIDEO = re.compile(r"\]\(https://www\.youtube\.com/watch\?v=[\w-]{11}\)"
                    r"|<https://www\.youtube\.com/watch\?v=[\w-]{11}>")
 SLIDES = re.compile(r"\]\(https://speech\.ee\.ntu\.edu\.tw/~hylee/ml/ml2021-course-data/\w+\.pdf\)"

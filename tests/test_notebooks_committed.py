@@ -23,6 +23,7 @@ EXPECTED_SECTIONS = [
     "05_transformer_decoder",
     "06_attention_variants",
     "07_efficient_attention",
+    "08_real_sentences",
 ]
 
 

@@ -158,6 +158,15 @@ def _variant(key: str | None):
         set_task_variant(before)
 
 
+def _not_the_submissions(session):
+    """A checker's own work in the grader (08's homework trains the recipe here) is not the
+    submission's time: its seconds move the session's limits (fair and wall clock) on."""
+    def listener(seconds: float) -> None:
+        session.clock.waited += seconds
+        session.wall_deadline += seconds
+    return listener
+
+
 def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> dict:
     from course_tools.grading.sandbox import SandboxError, Session
 
@@ -172,12 +181,12 @@ def _grade_tests(submission, course_nb, entries, timeout, sandbox, report) -> di
     call_timeout = max(1.0, min(10.0, timeout / 10))
     # With a secret, the trained exercises' data (in the sandbox and in the checkers here) are
     # this submission's own variant of each task: weights trained before grading do not fit.
-    from lectures_lib.checks.grader import task_key, timed_elsewhere
+    from lectures_lib.checks.grader import own_time_listener, task_key, timed_elsewhere
 
     key = task_key(json.dumps(cells))
     with Session(cells, _student_checks(), deadline=deadline, sandbox=sandbox,
                  call_timeout=call_timeout, task_key=key) as session, _variant(key), \
-            timed_elsewhere():
+            timed_elsewhere(), own_time_listener(_not_the_submissions(session)):
         session.start()
         cell_errors: list = []
         for position, grade_id, source in tests:

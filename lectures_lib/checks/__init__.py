@@ -10,7 +10,8 @@ Modules: ``attention`` (section 01), ``heads`` and ``multi_head`` (02), ``positi
 mask), ``windows`` (06: causal window attention, checked on memory), ``efficient`` (07:
 trigonometric random features), ``long_range`` (07: a model trained on the binding task, the query-only rule) and
 ``trained`` (03-05: trained models
-on held-out data). Every check takes ``timeout=`` (seconds per
+on held-out data), ``translation`` (08: the homework's recipe, retrained and scored by BLEU in
+four tiers). Every check takes ``timeout=`` (seconds per
 call) and, for the hidden tests, ``hidden=True``.
 """
 
@@ -32,9 +33,16 @@ from .padding import check_padded_self_attention
 from .positional import *  # noqa: F401,F403
 from .positional import __all__ as _positional_all
 from .relative import check_relative_position_attention
+from .segmentation import check_words_from_tags
 from .trained import check_reverse_translator, check_skip_flip_model, check_sort_tagger
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
+from .translation import (
+    check_translation_boss,
+    check_translation_medium,
+    check_translation_simple,
+    check_translation_strong,
+)
 from .variants import *  # noqa: F401,F403
 from .variants import __all__ as _variants_all
 from .windows import check_causal_window_attention
@@ -62,4 +70,9 @@ __all__ = [
     "check_causal_window_attention",
     "check_binding_model",
     "check_query_rule",
+    "check_words_from_tags",
+    "check_translation_simple",
+    "check_translation_medium",
+    "check_translation_strong",
+    "check_translation_boss",
 ]

@@ -41,6 +41,7 @@ ASKED_FOR = {
     "05": {"label_smoothing_loss", "beam_step"},
     "06": {"streaming_mask"},
     "07": {"trig_features", "query_rule_reference"},
+    "08": {"words_from_tags"},
 }
 # Lines this short, or these, say nothing about a solution (`return out, weights`, ...).
 MIN_LINE = 30

@@ -1,0 +1,193 @@
+r"""The graded homework of section 08: an English -> Chinese translation recipe, retrained by the
+grader and scored with BLEU on sentences the student never sees (the lecture's homework,
+Lee-style tiers: simple / medium / strong / boss).
+
+**What the student hands in** is a recipe, not a model and not code that trains: a function
+``my_recipe()`` that returns a dict of bounded choices (:data:`~lectures_lib.real_sentences.
+RECIPE_CHOICES`: tokenisation, model size, training, decoding). The checker validates it and
+trains it *here*, with the course's own code (:func:`~lectures_lib.real_sentences.
+train_translator`), on the training pairs only; then it translates the test English and scores
+BLEU (sacrebleu, ``tokenize="zh"``) against the test Chinese. Why plain data: the student's code
+never runs next to the data, so it cannot read the test references (the sentences' package is
+installed wherever the course is, the test English alone would let code look its Chinese up);
+what crosses from the grader's sandbox is a small dict, checked field by field (a recipe that
+tries to carry sentences, or any field the recipe does not have, is refused and named); and the
+cost of a submission is bounded by the recipe's fields and the CPU budget below, whatever the
+student writes.
+
+**The test split.** With the instructor's grading secret (``python -m course_tools grade
+--secret-file``), the 400 test pairs are drawn from the secret
+(:func:`~lectures_lib.data.sentences.secret_split`): the data are public, so a fixed split could
+be trained on; the recipe is trained on every other pair. Without a secret (a learner's own
+check in the notebook), the course's fixed split: trained on ``train``, scored on ``test``.
+
+Through nbgrader (``autograde``, the sandboxed kernel) the checker runs in the submission's own
+kernel: no secret reaches it (the fixed split is used) and the student's code shares its
+process, as for every nbgrader-graded exercise; the course's grade command (here, or
+``--scheduler``) keeps the two apart. nbgrader needs ``c.ExecutePreprocessor.timeout`` above the
+training's wall time (600 s).
+
+**The budget.** Training may use :data:`HOMEWORK_CPU_S` CPU seconds (one thread, the grading
+machine): a recipe whose first epoch shows it cannot finish in time stops there, one that runs
+past the budget stops at the end of that epoch, and either is reported ``over_budget`` (no
+score: it did not train what it asked for). A loss that becomes NaN is ``diverged``.
+
+**The tiers** (:data:`TIERS`): each is a fraction of the BLEU that *retrieval* reaches on the
+same test split (the Chinese of the nearest training sentence: :func:`~lectures_lib.
+real_sentences.retrieve`), so a harder or easier secret split moves every tier with it. The
+fractions are the course's own measured references (``benchmarks/real_sentences.py``, 3 seeds,
+the fixed split; ``benchmarks/README.md``): simple, the notebook's starter recipe; medium, the
+word-by-word gloss; strong, the reference recipe decoded greedily; boss, the reference recipe
+with beam search: each the lowest of its seeds, floored to 2 decimals, so each reference reaches
+its tier on every seed there. No recipe of the course's search beat retrieval on every seed
+within the budget; a submission that does is told so. One test cell per tier; a recipe is
+trained once per process and every tier's cell reads the same score.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import redirect_stderr
+
+from ._base import Mistake, _current, call, checker
+
+__all__ = ["HOMEWORK_CPU_S", "TIERS", "TIER_REFERENCES", "check_translation_simple", "check_translation_medium",
+           "check_translation_strong", "check_translation_boss"]
+
+HOMEWORK_CPU_S = 300.0  # CPU seconds of training per submission (the strong reference: ~130)
+# tier -> the fraction of retrieval's BLEU on the same test split it needs; measured (see above):
+# benchmarks/real_sentences.py's tier_fractions() recomputes them from the stored runs
+TIERS = {"simple": 0.23, "medium": 0.6, "strong": 0.75, "boss": 0.81}
+TIER_REFERENCES = {  # where each fraction comes from (benchmarks/real_sentences.json)
+    "simple": "the notebook's STARTER recipe, the lowest of 3 seeds",
+    "medium": "a word-by-word dictionary translation (the gloss baseline)",
+    "strong": "the course's reference recipe decoded greedily, the lowest of 3 seeds",
+    "boss": "the course's reference recipe with beam search, the lowest of 3 seeds",
+}
+_LARGE_FIELD = 200  # characters of a field's value that can only be data, not a setting
+_SCORES: dict[str, dict] = {}  # recipe and split -> score: one training per submission
+
+
+def _split():
+    """(name, train pairs, test pairs): drawn from the grading secret, else the fixed split."""
+    from ..data.sentences import secret_split, split_sentences
+    from ._secrets import _secret, secret_fingerprint
+
+    secret = _secret()
+    if secret is not None:
+        train, test = secret_split(secret.decode("utf-8", "replace"))
+        return f"secret {secret_fingerprint()}", train, test
+    splits = split_sentences(seed=0)
+    return "the course's fixed split (seed 0)", splits.train, splits.test
+
+
+def _checked(recipe) -> dict:
+    """The recipe, validated; a Mistake that names what is wrong with it."""
+    from ..real_sentences import RECIPE_CHOICES, check_recipe
+
+    if isinstance(recipe, dict):
+        for field, value in recipe.items():
+            size = len(json.dumps(value, ensure_ascii=False, default=str))
+            if field not in RECIPE_CHOICES and size > _LARGE_FIELD:
+                raise Mistake(
+                    "carries_data",
+                    f"your recipe's field {str(field)[:40]!r} holds {size} characters of data: a "
+                    "recipe holds settings only (its fields are "
+                    f"{', '.join(sorted(RECIPE_CHOICES))}). The grader trains on its own training "
+                    "pairs and scores sentences your code never sees; sentences or translations "
+                    "handed in are not used.")
+    try:
+        return check_recipe(recipe, "your recipe")
+    except (TypeError, ValueError) as error:
+        raise Mistake("invalid_recipe", f"{error}.") from None
+
+
+def _homework_score(recipe: dict) -> dict:
+    """Train ``recipe`` on the grading split's training pairs (within :data:`HOMEWORK_CPU_S`)
+    and score it on its test pairs: ``{"bleu", "chrf", "retrieval_bleu", "split", "cpu_s",
+    "stopped"}``. Cached: each recipe and split is trained once per process."""
+    from ..real_sentences import bleu_chrf, retrieve, train_translator, translate
+
+    name, train, test = _split()
+    recipe = _checked(recipe)
+    key = json.dumps([name, recipe], sort_keys=True)
+    if key in _SCORES:
+        return _SCORES[key]
+    start = time.process_time()
+    script = recipe["script"]
+    references = [p.chinese(script) for p in test]
+    english = [p.english for p in test]
+    # a progress bar in a notebook (on stdout: nbgrader scores a test cell that wrote to stderr
+    # 0 points), none in the grade command (which times the student's code elsewhere)
+    progress = not getattr(_current, "timed_elsewhere", False)
+    try:
+        with redirect_stderr(sys.stdout):
+            trained = train_translator(train, recipe, 0, max_cpu_s=HOMEWORK_CPU_S,
+                                       refuse_projected=True, progress=progress)
+    except FloatingPointError as error:
+        score = {"stopped": f"diverged: {error}", "split": name}
+    else:
+        score = {"stopped": trained.stopped, "split": name, "epochs": trained.epochs_done}
+        if not trained.stopped:
+            score.update(bleu_chrf(translate(trained, english), references))
+    score["retrieval_bleu"] = bleu_chrf(retrieve(train, english, script=script),
+                                        references)["bleu"]
+    score["cpu_s"] = round(time.process_time() - start, 1)
+    _SCORES[key] = score
+    return score
+
+
+def _tier(recipe_fn, tier: str) -> str:
+    """The recipe ``recipe_fn()`` returns, trained and scored (once), against ``tier``."""
+    from .grader import graders_own_time
+
+    recipe = _checked(call(recipe_fn))
+    with graders_own_time():  # the course's training: not counted in the submission's time
+        score = _homework_score(recipe)
+    if score["stopped"].startswith("diverged"):
+        raise Mistake("diverged", f"training {score['stopped']}. Nothing to score.")
+    if score["stopped"]:
+        raise Mistake(
+            "over_budget",
+            f"training is limited to {HOMEWORK_CPU_S:g} CPU seconds per submission and your "
+            f"recipe stopped: {score['stopped']}. Make it cheaper (fewer epochs, a smaller "
+            "d_model or d_ff, fewer layers, larger batches) and check it again.")
+    needed = round(TIERS[tier] * score["retrieval_bleu"], 2)
+    measured = (f"BLEU {score['bleu']:.2f} (chrF {score['chrf']:.2f}) on the test sentences of "
+                f"{score['split']}; retrieving the nearest training sentence scores "
+                f"{score['retrieval_bleu']:.2f} there")
+    if score["bleu"] >= score["retrieval_bleu"]:
+        measured += " (your recipe beats the lookup: more than the course's own recipes did)"
+    if score["bleu"] < needed:
+        raise Mistake(
+            "below_tier",
+            f"{measured}. The {tier} tier needs BLEU >= {needed:.2f} ({TIERS[tier]:g} x "
+            f"retrieval's; {TIER_REFERENCES[tier]}).")
+    return f"{measured}: the {tier} tier (>= {needed:.2f}) is reached."
+
+
+@checker("translation_simple")
+def check_translation_simple(recipe_fn) -> str:
+    """The simple tier: the notebook's starter recipe, or better."""
+    return _tier(recipe_fn, "simple")
+
+
+@checker("translation_medium")
+def check_translation_medium(recipe_fn) -> str:
+    """The medium tier: at least as good as a word-by-word dictionary translation."""
+    return _tier(recipe_fn, "medium")
+
+
+@checker("translation_strong")
+def check_translation_strong(recipe_fn) -> str:
+    """The strong tier: the course's reference recipe, decoded greedily."""
+    return _tier(recipe_fn, "strong")
+
+
+@checker("translation_boss")
+def check_translation_boss(recipe_fn) -> str:
+    """The boss tier: the course's reference recipe with beam search (the best it measured:
+    no recipe of the search beat retrieval on every seed)."""
+    return _tier(recipe_fn, "boss")
