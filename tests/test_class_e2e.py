@@ -1,0 +1,375 @@
+"""A term end to end, as the README's class section gives it, from the built wheel (issue 41).
+
+The wheel is built (sdist, then the wheel from it, as ``tests/test_installed_course.py`` does) and
+installed with its ``class``, ``grading`` and ``cluster`` extras into a fresh virtual environment
+of the system's Python in a folder outside the repository (pip's cache and its configured wheel
+folders make this minutes, not a download); every command then runs that environment's
+``python -m course_tools`` from that folder, with nothing of the clone on ``sys.path`` (checked).
+Then the README's sequence: a hub for three students in three languages (en, zh-CN, zh-TW) and an
+instructor; two students log in with Chromium, write their answer to notebook 01's first
+exercise in JupyterLab (one right, one wrong), save and submit, the second after the deadline;
+the third does not submit; ``hub collect`` names the missing and the late; ``grade`` grades only
+that notebook locally and then on a two-worker Dask cluster over mutual TLS (``grading-tls``),
+with the same scores; the gradebook CSV has one row per submitter; ``hub remove-class`` ends
+the term. Skips, naming what is missing: root, the system's Python, the hub's proxy,
+bubblewrap, Chromium.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from .browser_helpers import require_playwright
+from .conftest import require_system_package
+from .test_installed_course import _clean_env, wheel  # noqa: F401 - the wheel fixture
+
+pytestmark = [pytest.mark.system, pytest.mark.slow]
+for _package in ("configurable-http-proxy", "bubblewrap", "chromium"):
+    require_system_package(_package, module_level=True)
+sync_api = require_playwright()
+
+ROOT = Path(__file__).resolve().parent.parent
+SYSTEM_PYTHON = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+TAG = f"e2e{os.getpid() % 10000}"
+# the class list: the one who submits on time, the late one, the one who never submits
+ON_TIME, LATE, MISSING = f"{TAG}a", f"{TAG}b", f"{TAG}c"
+STUDENTS = {ON_TIME: "en", LATE: "zh-CN", MISSING: "zh-TW"}
+FOLDERS = {"en": "student", "zh-CN": "student/zh-Hans", "zh-TW": "student/zh-Hant"}
+ADMIN = f"{TAG}t"
+ASSIGNMENT, NOTEBOOK = "ps1", "01_self_attention"
+SOLUTION_ID = f"{NOTEBOOK}-ex1-solution"
+TIMES: dict[str, float] = {}  # each step's seconds, printed at the end (the README's figures)
+
+
+def _exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def _free_ports(count: int = 4) -> int:
+    """The first of ``count`` consecutive free ports on 127.0.0.1 (the hub uses four)."""
+    for base in range(20000 + os.getpid() % 5000 * 4 + 2, 60000, 4):
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError(f"no {count} free ports")
+
+
+def _wait_for(url: str, server: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"the hub exited ({server.returncode}):\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise AssertionError(f"the hub did not answer at {url}:\n{log.read_text()[-3000:]}")
+
+
+class _Clock:
+    def __init__(self, step: str):
+        self.step = step
+
+    def __enter__(self):
+        self.start = time.monotonic()
+
+    def __exit__(self, *_):
+        TIMES[self.step] = round(time.monotonic() - self.start, 1)
+
+
+def _run(command: list[str], cwd: Path, env: dict, timeout: float = 900) -> str:
+    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env,
+                            timeout=timeout)
+    assert result.returncode == 0, (f"{command} failed:\n{result.stdout[-3000:]}\n"
+                                    f"{result.stderr[-3000:]}")
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(wheel):  # noqa: F811
+    """(folder, venv): the wheel with its extras in a fresh environment of the system's Python
+    (one the students' accounts can execute), in a folder outside the repository."""
+    if os.geteuid() != 0:
+        pytest.skip("the class test runs as root (Unix users for the students)")
+    if not SYSTEM_PYTHON.exists():
+        pytest.skip(f"the class test needs the system's {SYSTEM_PYTHON} (students execute it)")
+    folder = Path(tempfile.mkdtemp(prefix="course-e2e-", dir="/tmp"))
+    os.chmod(folder, 0o711)  # the students' servers run the environment's Python below it
+    assert not folder.is_relative_to(ROOT)
+    venv = folder / "venv"
+    env = _clean_env(venv)
+    torch = re.search(r'"(torch==[^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    try:
+        with _Clock("install (venv, torch, the wheel with [class,grading,cluster])"):
+            _run([str(SYSTEM_PYTHON), "-m", "venv", str(venv)], folder, env)
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+            # torch as pip's configuration finds it (a CPU wheel folder or index); then the
+            # wheel, its dependencies from pip's cache where it holds them
+            _run([*pip, torch], folder, env)
+            _run([*pip, "--find-links", str(wheel.parent),
+                  f"lectures_lib[class,grading,cluster]=={wheel.name.split('-')[1]}"],
+                 folder, env)
+        yield folder, venv
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _solution() -> str:
+    """The course's own answer to 01's first exercise (what the on-time student types)."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([sys.executable, "-m", "course_tools", "source", NOTEBOOK, out],
+                       check=True, capture_output=True)
+        nb = nbformat.read(Path(out) / f"{NOTEBOOK}.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == SOLUTION_ID]
+    return re.sub(r"^\s*### (BEGIN|END) SOLUTION\n", "", cell.source, flags=re.M)
+
+
+WRONG = '''def my_additive_attention(q, k, v, w_q, w_k, w_score, mask=None):
+    """A wrong answer: the values, unweighted."""
+    return v, None
+'''
+
+
+def _log_in_write_save_submit(browser, url: str, name: str, password: str, language: str,
+                              answer: str | None):
+    """A student's session in JupyterLab: log in, (write the answer into the exercise's cell,
+    save and submit)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{url}/hub/login")
+    page.fill("#username_input", name)
+    page.fill("#password_input", password)
+    page.click("#login_submit")
+    listing = page.locator(".jp-DirListing-content")
+    item = listing.locator(".jp-DirListing-item", has_text=f"{NOTEBOOK}.ipynb")
+    item.wait_for(timeout=240_000)
+    crumbs = page.locator(".jp-BreadCrumbs").inner_text()
+    assert FOLDERS[language].split("/")[-1] in crumbs, (language, crumbs)
+    if answer is None:
+        return context
+    item.dblclick()
+    panel = page.locator(".jp-NotebookPanel:visible")
+    panel.wait_for(timeout=60_000)
+    sync_api.expect(page.locator(".jp-StatusBar-Widget")).to_contain_text(
+        re.compile(r"course sandbox\) \| Idle"), timeout=120_000)
+    cell = panel.locator(".jp-CodeCell", has_text="raise NotImplementedError").first
+    cell.scroll_into_view_if_needed()
+    assert "def my_additive_attention" in cell.inner_text()
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(answer)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    sync_api.expect(page.locator(".lm-TabBar-tab.jp-mod-current")).not_to_have_class(
+        re.compile("jp-mod-dirty"), timeout=30_000)
+    _submit(page, url)
+    return context
+
+
+def _submit(page, url: str) -> None:
+    """The course-submit service's page (Services > course-submit in the hub)."""
+    page.goto(f"{url}/services/course-submit/")
+    page.click("#submit")
+    sync_api.expect(page.locator("#message")).to_contain_text("submitted", timeout=60_000)
+
+
+def _saved_answer(name: str, language: str) -> str:
+    home = Path(pwd.getpwnam(name).pw_dir)
+    nb = nbformat.read(home / "course" / FOLDERS[language] / f"{NOTEBOOK}.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == SOLUTION_ID]
+    return cell.source
+
+
+def _scores(gradebook: Path) -> dict[str, tuple[float, float]]:
+    with gradebook.open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    return {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in rows}
+
+
+def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed, browser):
+    folder, venv = installed
+    env = _clean_env(venv)
+    python = str(venv / "bin" / "python")
+
+    def course(*args: str, timeout: float = 900) -> str:
+        return _run([python, "-m", "course_tools", *args], folder, env, timeout=timeout)
+
+    # nothing of the clone: the course and its tools come from the environment's site-packages
+    where = _run([python, "-c", "import sys, course_tools, lectures_lib; print(course_tools."
+                  "__file__); print(lectures_lib.__file__); print('\\n'.join(sys.path))"],
+                 folder, env).split()
+    assert all(not Path(p).resolve().is_relative_to(ROOT) for p in where if p), where
+    assert all(Path(p).is_relative_to(venv) for p in where[:2]), where
+
+    for name in [*STUDENTS, ADMIN]:
+        assert not _exists(name), f"test user {name} already exists"
+    (folder / "class.csv").write_text(
+        "username,language\n" + "".join(f"{n},{lang}\n" for n, lang in STUDENTS.items()))
+    port = _free_ports()
+    url = f"http://127.0.0.1:{port}"
+    log = (folder / "hub.log").open("w")
+    hub = subprocess.Popen([python, "-m", "course_tools", "hub", "class.csv", "--dir", "hub",
+                            "--port", str(port), "--create-users", "--admin", ADMIN],
+                           cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    hub_dir = folder / "hub"
+    contexts = []
+    try:
+        with _Clock("hub up"):
+            _wait_for(f"{url}/hub/login", hub, folder / "hub.log")
+        with (hub_dir / "passwords.csv").open() as file:
+            passwords = {row["username"]: row["password"] for row in csv.DictReader(file)}
+        assert passwords.keys() == STUDENTS.keys()
+
+        # two students submit from JupyterLab; the deadline falls between them
+        with _Clock("on-time student: login, answer, save, submit"):
+            contexts.append(_log_in_write_save_submit(
+                browser, url, ON_TIME, passwords[ON_TIME], STUDENTS[ON_TIME], _solution()))
+        time.sleep(1.5)
+        deadline = datetime.datetime.now().astimezone().replace(microsecond=0)
+        time.sleep(1.5)
+        with _Clock("late student: login, answer, save, submit"):
+            contexts.append(_log_in_write_save_submit(
+                browser, url, LATE, passwords[LATE], STUDENTS[LATE], WRONG))
+        with _Clock("third student: login only"):
+            contexts.append(_log_in_write_save_submit(
+                browser, url, MISSING, passwords[MISSING], STUDENTS[MISSING], None))
+        assert "return v, None" in _saved_answer(LATE, STUDENTS[LATE])
+        assert "raise NotImplementedError" not in _saved_answer(ON_TIME, STUDENTS[ON_TIME])
+
+        # collect: the missing and the late named
+        with _Clock("collect"):
+            collected = course("hub", "collect", "hub", "submitted", "--assignment", ASSIGNMENT,
+                               "--notebook", NOTEBOOK, "--deadline", deadline.isoformat())
+        assert re.search(rf"^{MISSING}: no submission", collected, re.M), collected
+        assert re.search(rf"^{LATE}: .*LATE by", collected, re.M), collected
+        assert not re.search(rf"^{ON_TIME}: .*LATE", collected, re.M), collected
+        assert re.search(rf"no submission: {MISSING}; late: {LATE}\b", collected), collected
+        for name in (ON_TIME, LATE):
+            got = sorted(p.name for p in (folder / "submitted" / name / ASSIGNMENT).glob(
+                "*.ipynb"))
+            assert got == [f"{NOTEBOOK}.ipynb"], (name, got)  # only that assignment's notebook
+        assert not (folder / "submitted" / MISSING / ASSIGNMENT).exists()
+
+        # grade locally: only that notebook, one row per submitter, the right one full marks
+        (folder / "grading-secret").write_bytes(os.urandom(32))
+        submissions = [f"submitted/{n}/{ASSIGNMENT}/{NOTEBOOK}.ipynb" for n in (ON_TIME, LATE)]
+        with _Clock("grade locally (2 submissions)"):
+            course("grade", *submissions, "--format", "nbgrader-csv",
+                   "--student-ids-from-folders", "--secret-file", "grading-secret", "--output",
+                   "gradebook.csv", "--quiet")
+        local = _scores(folder / "gradebook.csv")
+        assert local.keys() == {ON_TIME, LATE}, local
+        assert local[ON_TIME][0] == local[ON_TIME][1] > 0, local
+        assert local[LATE][0] == 0 < local[LATE][1], local
+
+        # grade on a 2-worker Dask cluster over mutual TLS: the same scores
+        with _Clock("grade on a 2-worker Dask cluster over TLS"):
+            cluster = _grade_on_cluster(folder, venv, env, submissions)
+        assert cluster == local, (cluster, local)
+    finally:
+        for context in contexts:
+            context.close()
+        os.killpg(hub.pid, signal.SIGTERM)
+        try:
+            hub.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(hub.pid, signal.SIGKILL)
+        log.close()
+
+    # the end of term: the class's users and their homes removed
+    try:
+        for name in STUDENTS:
+            subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+        time.sleep(1)
+        with _Clock("remove-class"):
+            removed = course("hub", "remove-class", "hub", "--remove-homes")
+        assert re.search(r"removed users: (.*)", removed), removed
+        assert all(not _exists(name) for name in STUDENTS), removed
+    finally:
+        for name in STUDENTS:
+            if _exists(name):
+                subprocess.run(["userdel", "--remove", name], capture_output=True)
+        print((folder / "hub.log").read_text()[-4000:])
+        print(json.dumps(TIMES, indent=1))
+
+
+def _grade_on_cluster(folder: Path, venv: Path, env: dict, submissions: list[str]) -> dict:
+    """The README's cluster commands: grading-tls, a scheduler, two workers (root may run them
+    here, on this throwaway machine only), grade --scheduler; the gradebook's scores."""
+    python, dask = str(venv / "bin" / "python"), str(venv / "bin" / "dask")
+    _run([python, "-m", "course_tools", "grading-tls", "tls"], folder, env)
+    port = _free_ports(1)
+    address = f"tls://127.0.0.1:{port}"
+
+    def tls(role: str) -> list[str]:
+        return ["--tls-ca-file", f"tls/{role}/ca.pem", "--tls-cert", f"tls/{role}/cert.pem",
+                "--tls-key", f"tls/{role}/key.pem"]
+
+    worker_env = dict(env, LECTURES_GRADING_SECRET_FILE=str(folder / "grading-secret"),
+                      LECTURES_GRADING_WORKER_AS_ROOT="unsafe")
+    logs, processes = [], []
+    try:
+        for index, command in enumerate([
+                [dask, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port",
+                 str(port), "--no-dashboard", *tls("scheduler")],
+                [dask, "worker", address, "--nthreads", "1", "--no-dashboard", *tls("worker")],
+                [dask, "worker", address, "--nthreads", "1", "--no-dashboard", *tls("worker")]]):
+            logs.append((folder / f"dask{index}.log").open("w"))
+            processes.append(subprocess.Popen(command, cwd=folder, stdout=logs[-1],
+                                              stderr=subprocess.STDOUT, start_new_session=True,
+                                              env=worker_env if index else env))
+            if index == 0:
+                time.sleep(3)
+        _wait_for_workers(python, address, folder, env, 2)
+        _run([python, "-m", "course_tools", "grade", *submissions, "--scheduler", address,
+              "--tls", "tls/client", "--secret-file", "grading-secret", "--format",
+              "nbgrader-csv", "--student-ids-from-folders", "--output", "cluster.csv",
+              "--quiet"], folder, env)
+        return _scores(folder / "cluster.csv")
+    finally:
+        for process in reversed(processes):
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+        for file in logs:
+            file.close()
+
+
+def _wait_for_workers(python: str, address: str, folder: Path, env: dict, count: int) -> None:
+    code = ("import sys; from distributed import Client; from distributed.security import "
+            "Security; s = Security(tls_ca_file='tls/client/ca.pem', tls_client_cert="
+            "'tls/client/cert.pem', tls_client_key='tls/client/key.pem', require_encryption="
+            f"True); c = Client('{address}', security=s, timeout=60); c.wait_for_workers({count},"
+            " timeout=120); print(len(c.scheduler_info()['workers']))")
+    out = _run([python, "-c", code], folder, env, timeout=240)
+    assert out.strip() == str(count), out
