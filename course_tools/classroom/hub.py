@@ -360,8 +360,10 @@ def hub_problem(*, check_python: bool = True) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from course_tools.classroom import operations
+    from course_tools.classroom import handout, operations
 
+    if argv[:1] and argv[0] in handout.COMMANDS:  # hub release / hub assignments
+        return handout.main(argv)
     if argv[:1] and argv[0] in operations.COMMANDS:  # hub status / hub remove-class
         return operations.main(argv)
     if argv[:1] == ["serve-submit"]:

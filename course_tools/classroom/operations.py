@@ -11,8 +11,9 @@
   password in ``HUBDIR/admin-passwords.csv`` (``0600``);
 * **students' servers without popups**: JupyterLab's news feed and update check off;
 * ``hub collect HUBDIR OUT``: each student's latest submission (``--notebook``: of that notebook
-  only) with its time (``timestamp.txt``), in nbgrader's layout with ``--assignment``; who did not
-  submit, and who was late (``--deadline``);
+  only) with its time (``timestamp.txt``), in nbgrader's layout with ``--assignment`` (a released
+  one, :mod:`.assignments`: its notebooks, its deadline, a correction graded under the notebook's
+  name); who did not submit, and who was late (``--deadline``);
 * ``hub status HUBDIR``: who is online (the hub's state) and who submitted what, when (the
   exchange's folders);
 * ``hub remove-class HUBDIR``: at the end of term, the Unix users the hub created (recorded in
@@ -35,6 +36,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+
+from course_tools.classroom.roster import _write_private
 
 OPERATIONS = "operations.json"  # HUBDIR/operations.json: the culler's timeout, the admins
 CREATED = "created-users.json"  # the Unix users `hub --create-users` made (remove-class's list)
@@ -125,13 +128,6 @@ def record_created_users(hub_dir: Path, names: list[str]) -> None:
         except KeyError:
             continue  # not made after all (prepare stopped first)
     _write_private(path, json.dumps(created, indent=1))
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.chmod(path, 0o600)
 
 
 def set_up(hub_dir: Path, *, idle_timeout: int, admins: list[str]) -> dict[str, str]:
@@ -328,14 +324,26 @@ def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
         raise ValueError(f"assignment must be a plain name (letters, digits, _ or -), "
                          f"got {assignment!r}")
     wanted = None if not notebooks else {Path(name).stem for name in notebooks}
+    released = None  # a released assignment (hub release): its notebooks, deadline, versions
+    if assignment is not None:
+        from course_tools.classroom import assignments as lifecycle
+
+        if lifecycle.path_of(hub_dir, assignment).is_file():
+            released = lifecycle.load(hub_dir, assignment)
+            wanted, deadline = wanted or set(released.notebooks), deadline or released.deadline
     if deadline is not None and deadline.tzinfo is None:
         deadline = deadline.astimezone()  # a naive deadline is the hub's local time
     collected = []
-    for student in sorted(_class(hub_dir)):
+    for student, language in sorted(_class(hub_dir).items()):
         chosen = None
         for when, run in reversed(_runs(hub_dir, student)):
-            files = sorted(p for p in run.glob("*.ipynb")
+            files = sorted((p.name, p) for p in run.glob("*.ipynb")
                            if p.is_file() and (wanted is None or p.stem in wanted))
+            if released is not None:  # NAME.ipynb or a correction NAME.vN.ipynb, as NAME.ipynb
+                picked = lifecycle.pick_submitted(released, language, [
+                    p for p in run.glob("*.ipynb") if p.is_file()])
+                files = [(f"{stem}.ipynb", picked[stem]) for stem in sorted(picked)
+                         if stem in wanted]
             if files:
                 chosen = (when, files)
                 break
@@ -345,11 +353,11 @@ def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
         when, files = chosen
         target = Path(out) / student / (assignment or "")
         target.mkdir(parents=True, exist_ok=True)
-        for path in files:
-            shutil.copyfile(path, target / path.name)
+        for name, path in files:
+            shutil.copyfile(path, target / name)
         (target / "timestamp.txt").write_text(when.isoformat(sep=" "))
         late = when - deadline if deadline is not None and when > deadline else None
-        collected.append(Collected(student, target, when, late, tuple(p.name for p in files)))
+        collected.append(Collected(student, target, when, late, tuple(n for n, _ in files)))
     return collected
 
 
@@ -362,7 +370,8 @@ def _collect_main(argv: list[str]) -> int:
     parser.add_argument("out", type=Path, help="e.g. submitted/ (then: python -m course_tools grade)")
     parser.add_argument("--assignment", default=None, metavar="NAME",
                         help="nbgrader's layout OUT/<student>/NAME/ (e.g. ps1; OUT named "
-                        "submitted/, so grade --student-ids-from-folders and nbgrader read it)")
+                        "submitted/, so grade --student-ids-from-folders and nbgrader read it); "
+                        "a released assignment (hub release) brings its notebooks and deadline")
     parser.add_argument("--notebook", action="append", default=None, metavar="NAME",
                         help="collect only this notebook (e.g. 01_self_attention; repeatable): "
                         "the latest submission that holds it")
