@@ -24,6 +24,7 @@ USS + shared / 100.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import csv
 import datetime
 import json
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -124,43 +126,69 @@ def _log_in(url: str, name: str, password: str) -> requests.Session:
     data = {"username": name, "password": password, **({"_xsrf": xsrf.group(1)} if xsrf else {})}
     response = session.post(f"{url}/hub/login", data=data, timeout=300)
     response.raise_for_status()
-    session.get(f"{url}/user/{name}/lab", timeout=300).raise_for_status()  # the _xsrf cookie
-    return session
+    deadline = time.monotonic() + 300
+    while True:  # until their server runs and its login (OAuth with the hub) set its cookies
+        page = session.get(f"{url}/user/{name}/lab", timeout=300)
+        if page.ok and page.url.startswith(f"{url}/user/{name}/lab") and any(
+                c.name == "_xsrf" and c.path.startswith(f"/user/{name}") for c in session.cookies):
+            return session
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name}: the server did not start ({page.status_code} {page.url})")
+        time.sleep(2)
 
 
 def _run_notebook(session, url: str, name: str, language: str, cells: list[str]) -> float:
-    """Open 01 in a kernel session of the student's server; run every code cell (as root,
-    through the kernel's connection file, as tests/test_hub_hostile.py does). Wall seconds."""
-    from jupyter_client import BlockingKernelClient
-
-    xsrf = session.cookies.get("_xsrf", path=f"/user/{name}/") or session.cookies.get("_xsrf")
+    """Open 01 in a kernel session of the student's server (its REST API, with the student's
+    login) and run every code cell; the wall seconds."""
+    (xsrf,) = [c.value for c in session.cookies if c.name == "_xsrf"
+               and c.path.startswith(f"/user/{name}")] or [None]
     body = {"path": f"{FOLDERS[language]}/{NOTEBOOK}.ipynb", "type": "notebook",
             "name": f"{NOTEBOOK}.ipynb", "kernel": {}}
     made = session.post(f"{url}/user/{name}/api/sessions", json=body, timeout=300,
                         headers={"X-XSRFToken": xsrf})
-    made.raise_for_status()
+    if made.status_code != 201:
+        raise RuntimeError(f"{name}: no kernel session ({made.status_code}): {made.text[:300]}; "
+                           f"cookies {[(c.name, c.path) for c in session.cookies]}")
     kernel = made.json()["kernel"]["id"]
-    runtime = Path(pwd.getpwnam(name).pw_dir) / ".local/share/jupyter/runtime"
-    connection = runtime / f"kernel-{kernel}.json"
-    deadline = time.monotonic() + 120
-    while not connection.exists():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no connection file {connection}")
-        time.sleep(1)
-    client = BlockingKernelClient()
-    client.load_connection_file(str(connection))
-    client.start_channels()
+    cookies = "; ".join(f"{c.name}={c.value}" for c in session.cookies
+                        if c.path == "/" or c.path.startswith(f"/user/{name}"))
+    ws = f"{url.replace('http', 'ws', 1)}/user/{name}/api/kernels/{kernel}/channels"
     start = time.monotonic()
-    try:
-        client.wait_for_ready(timeout=180)
-        for source in cells:
-            reply = client.execute_interactive(source, timeout=600, output_hook=lambda m: None)
-            if reply["content"]["status"] != "ok":
-                raise RuntimeError(f"{name}: a cell failed: {reply['content'].get('ename')}: "
-                                   f"{reply['content'].get('evalue')}\n{source[:300]}")
-    finally:
-        client.stop_channels()
+    asyncio.run(_execute(ws, {"Cookie": cookies}, cells, name))
     return time.monotonic() - start
+
+
+async def _execute(ws_url: str, headers: dict, cells: list[str], name: str) -> None:
+    """Every cell through the server's kernel websocket (JupyterLab's own route), in order."""
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    session = uuid.uuid4().hex
+    connection = await websocket_connect(HTTPRequest(f"{ws_url}?session_id={session}",
+                                                     headers=headers))
+    try:
+        for source in cells:
+            msg_id = uuid.uuid4().hex
+            await connection.write_message(json.dumps({
+                "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": name,
+                           "session": session, "date": "", "version": "5.3"},
+                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                "content": {"code": source, "silent": False, "store_history": True,
+                            "user_expressions": {}, "allow_stdin": False,
+                            "stop_on_error": True}}))
+            while True:
+                raw = await asyncio.wait_for(connection.read_message(), 900)
+                if raw is None:
+                    raise RuntimeError(f"{name}: the kernel's websocket closed")
+                message = json.loads(raw) if isinstance(raw, str) else {}
+                if (message.get("msg_type") == "execute_reply"
+                        and message["parent_header"].get("msg_id") == msg_id):
+                    break
+            if message["content"]["status"] != "ok":
+                raise RuntimeError(f"{name}: a cell failed: {message['content'].get('ename')}: "
+                                   f"{message['content'].get('evalue')}\n{source[:300]}")
+    finally:
+        connection.close()
 
 
 def _code_cells(python: str) -> list[str]:

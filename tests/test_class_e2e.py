@@ -55,6 +55,11 @@ FOLDERS = {"en": "student", "zh-CN": "student/zh-Hans", "zh-TW": "student/zh-Han
 ADMIN = f"{TAG}t"
 ASSIGNMENT, NOTEBOOK = "ps1", "01_self_attention"
 SOLUTION_ID = f"{NOTEBOOK}-ex1-solution"
+NOTE_TITLE = {"en": f"# Assignment {ASSIGNMENT}", "zh-CN": f"# 作业 {ASSIGNMENT}",
+              "zh-TW": f"# 作業 {ASSIGNMENT}"}
+# seconds from the release to the deadline: the on-time student's login, answer and submission
+# fit in it (the test says so when they do not); the late student submits after it
+DEADLINE_S = 240
 TIMES: dict[str, float] = {}  # each step's seconds, printed at the end (the README's figures)
 
 
@@ -157,10 +162,11 @@ WRONG = '''def my_additive_attention(q, k, v, w_q, w_k, w_score, mask=None):
 '''
 
 
-def _log_in_write_save_submit(browser, url: str, name: str, password: str, language: str,
-                              answer: str | None):
-    """A student's session in JupyterLab: log in, (write the answer into the exercise's cell,
-    save and submit)."""
+def _log_in_and_write(browser, url: str, name: str, password: str, language: str,
+                      answer: str | None):
+    """A student's session in JupyterLab: log in (the hub starts their server), find the
+    released assignment's note and notebook in their language; with ``answer``, open the
+    notebook, write the answer into the exercise's cell and save. Returns (context, page)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.goto(f"{url}/hub/login")
@@ -170,10 +176,11 @@ def _log_in_write_save_submit(browser, url: str, name: str, password: str, langu
     listing = page.locator(".jp-DirListing-content")
     item = listing.locator(".jp-DirListing-item", has_text=f"{NOTEBOOK}.ipynb")
     item.wait_for(timeout=240_000)
+    sync_api.expect(listing).to_contain_text(f"ASSIGNMENT-{ASSIGNMENT}.md")
     crumbs = page.locator(".jp-BreadCrumbs").inner_text()
     assert FOLDERS[language].split("/")[-1] in crumbs, (language, crumbs)
     if answer is None:
-        return context
+        return context, page
     item.dblclick()
     panel = page.locator(".jp-NotebookPanel:visible")
     panel.wait_for(timeout=60_000)
@@ -189,8 +196,7 @@ def _log_in_write_save_submit(browser, url: str, name: str, password: str, langu
     page.keyboard.press("Control+s")
     sync_api.expect(page.locator(".lm-TabBar-tab.jp-mod-current")).not_to_have_class(
         re.compile("jp-mod-dirty"), timeout=30_000)
-    _submit(page, url)
-    return context
+    return context, page
 
 
 def _submit(page, url: str) -> None:
@@ -248,26 +254,45 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
             passwords = {row["username"]: row["password"] for row in csv.DictReader(file)}
         assert passwords.keys() == STUDENTS.keys()
 
-        # two students submit from JupyterLab; the deadline falls between them
+        # release assignment 1 (notebook 01) with a deadline DEADLINE_S from now, to each
+        # student in their language
+        deadline = (datetime.datetime.now().astimezone() + datetime.timedelta(
+            seconds=DEADLINE_S)).replace(microsecond=0)
+        with _Clock("release"):
+            released = course("hub", "release", "hub", ASSIGNMENT, NOTEBOOK, "--deadline",
+                              deadline.isoformat(), "--late-per-day", "0.1")
+        for name, language in STUDENTS.items():
+            home = Path(pwd.getpwnam(name).pw_dir) / "course" / FOLDERS[language]
+            assert (home / f"{NOTEBOOK}.ipynb").stat().st_uid == pwd.getpwnam(name).pw_uid
+            assert NOTE_TITLE[language] in (home / f"ASSIGNMENT-{ASSIGNMENT}.md").read_text(
+                encoding="utf-8"), released
+
+        # two students submit from JupyterLab, one before the deadline, one after; the third
+        # logs in and does not submit
         with _Clock("on-time student: login, answer, save, submit"):
-            contexts.append(_log_in_write_save_submit(
-                browser, url, ON_TIME, passwords[ON_TIME], STUDENTS[ON_TIME], _solution()))
-        time.sleep(1.5)
-        deadline = datetime.datetime.now().astimezone().replace(microsecond=0)
-        time.sleep(1.5)
-        with _Clock("late student: login, answer, save, submit"):
-            contexts.append(_log_in_write_save_submit(
-                browser, url, LATE, passwords[LATE], STUDENTS[LATE], WRONG))
+            context, page = _log_in_and_write(browser, url, ON_TIME, passwords[ON_TIME],
+                                              STUDENTS[ON_TIME], _solution())
+            contexts.append(context)
+            _submit(page, url)
+        assert datetime.datetime.now().astimezone() < deadline, (
+            f"the on-time student's steps took longer than the {DEADLINE_S} s to the deadline")
+        with _Clock("late student: login, answer, save"):
+            context, late_page = _log_in_and_write(browser, url, LATE, passwords[LATE],
+                                                   STUDENTS[LATE], WRONG)
+            contexts.append(context)
         with _Clock("third student: login only"):
-            contexts.append(_log_in_write_save_submit(
-                browser, url, MISSING, passwords[MISSING], STUDENTS[MISSING], None))
+            contexts.append(_log_in_and_write(browser, url, MISSING, passwords[MISSING],
+                                              STUDENTS[MISSING], None)[0])
+        while datetime.datetime.now().astimezone() <= deadline:
+            time.sleep(1)
+        with _Clock("late student: submit"):
+            _submit(late_page, url)
         assert "return v, None" in _saved_answer(LATE, STUDENTS[LATE])
         assert "raise NotImplementedError" not in _saved_answer(ON_TIME, STUDENTS[ON_TIME])
 
         # collect: the missing and the late named
         with _Clock("collect"):
-            collected = course("hub", "collect", "hub", "submitted", "--assignment", ASSIGNMENT,
-                               "--notebook", NOTEBOOK, "--deadline", deadline.isoformat())
+            collected = course("hub", "collect", "hub", "submitted", "--assignment", ASSIGNMENT)
         assert re.search(rf"^{MISSING}: no submission", collected, re.M), collected
         assert re.search(rf"^{LATE}: .*LATE by", collected, re.M), collected
         assert not re.search(rf"^{ON_TIME}: .*LATE", collected, re.M), collected
