@@ -2,7 +2,8 @@
 the rule): the note ``ASSIGNMENT-<name>.md`` in the student's language, and :func:`place`, which
 puts the notebooks into the student's folder by the re-release rule *running as the student*
 (``python -m course_tools.classroom.handout _place``, its order as JSON on stdin: only plain data
-crosses). Also the command lines ``hub release`` and ``hub assignments``.
+crosses). Also the command lines ``hub release``, ``hub assignments``, ``hub gradebook``
+(:mod:`.gradebook`) and ``hub feedback`` (:mod:`.feedback`).
 """
 
 from __future__ import annotations
@@ -170,13 +171,32 @@ def _list_main(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"release": _release_main, "assignments": _list_main}
+def _gradebook_main(argv: list[str]) -> int:
+    from course_tools.classroom.gradebook import main as gradebook_main
+
+    return gradebook_main(argv)
+
+
+def _feedback_main(argv: list[str]) -> int:
+    from course_tools.classroom.feedback import main as feedback_main
+
+    return feedback_main(argv)
+
+
+COMMANDS = {"release": _release_main, "assignments": _list_main, "gradebook": _gradebook_main,
+            "feedback": _feedback_main}
 
 
 def main(argv: list[str]) -> int:
-    """``hub release ...`` / ``hub assignments ...`` (and ``_place``, run as a student)."""
+    """``hub release|assignments|gradebook|feedback ...`` (and ``_place``, ``_feedback``: run
+    as a student)."""
     if argv[:1] == ["_place"]:
         print(json.dumps(place(json.loads(sys.stdin.read()))))
+        return 0
+    if argv[:1] == ["_feedback"]:  # run as the student (feedback.write_as)
+        from course_tools.classroom.feedback import write_private
+
+        print(json.dumps(write_private(json.loads(sys.stdin.read()))))
         return 0
     return COMMANDS[argv[0]](argv[1:])
 

@@ -316,10 +316,9 @@ def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
     """Each student's latest submission (of ``notebooks``' stems, when given: the latest that
     holds one of them) into ``out/<student>/`` or, with ``assignment``, nbgrader's layout
     ``out/<student>/<assignment>/`` (``grade --student-ids-from-folders`` reads it when ``out``
-    is named ``submitted``), with ``timestamp.txt`` (the submission's time, as nbgrader's own
-    collect writes it). One entry per student of the class, those without a submission too."""
+    is named ``submitted``), with ``timestamp.txt`` (its time, as nbgrader's collect writes it)
+    and ``language.txt`` (the grader's messages in the student's). One entry per student."""
     from course_tools.classroom.roster import USERNAME, _class
-
     if assignment is not None and not USERNAME.fullmatch(assignment.lower()):
         raise ValueError(f"assignment must be a plain name (letters, digits, _ or -), "
                          f"got {assignment!r}")
@@ -356,6 +355,7 @@ def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
         for name, path in files:
             shutil.copyfile(path, target / name)
         (target / "timestamp.txt").write_text(when.isoformat(sep=" "))
+        (target / "language.txt").write_text(language)  # the grader's messages in it
         late = when - deadline if deadline is not None and when > deadline else None
         collected.append(Collected(student, target, when, late, tuple(n for n, _ in files)))
     return collected

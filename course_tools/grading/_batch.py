@@ -173,12 +173,26 @@ def _limit_memory(budget: int) -> None:
 
 
 def _grade_one(path: Path, args) -> dict:
+    _use_submission_language(path)
     try:
         return grade_submission(path, timeout=args.timeout, course=args.course,
                                 notebook=args.notebook, sandbox=not args.no_sandbox,
                                 allow_root_without_cgroup=args.root_without_cgroup)
     except Exception as error:
         return _failed_report(path, f"{type(error).__name__}: {error}")
+
+
+def _use_submission_language(path: Path) -> None:
+    """The checkers' messages in the student's language: ``language.txt`` beside a submission
+    (``hub collect`` writes it from the class list) sets ``LECTURES_LANG`` in this process, which
+    grades that one submission (a forked grading process, or ``_one``)."""
+    from lectures_lib.languages import ENV, normalise_language
+
+    try:
+        os.environ[ENV] = normalise_language(
+            (Path(path).parent / "language.txt").read_text(encoding="utf-8")[:20].strip())
+    except (OSError, ValueError, UnicodeDecodeError):
+        pass  # none, or not a language: the grader's own
 
 
 def _preload() -> None:

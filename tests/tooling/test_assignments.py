@@ -181,8 +181,64 @@ def test_collect_of_a_released_assignment_takes_its_notebooks_its_deadline_and_t
     for student in ("ann", "ben"):
         folder = tmp_path / "submitted" / student / "ps1"
         assert sorted(p.name for p in folder.iterdir()) == ["01_self_attention.ipynb",
-                                                            "timestamp.txt"]
+                                                            "language.txt", "timestamp.txt"]
+        assert (folder / "language.txt").read_text() == "en"
         graded = json.loads((folder / "01_self_attention.ipynb").read_text())
         assert A.fingerprint(graded) == A.fingerprint(work)  # the copy the student edited
     stamp = datetime.fromisoformat((tmp_path / "submitted/ben/ps1/timestamp.txt").read_text())
     assert stamp == datetime(2026, 12, 5, 13, 5).astimezone()
+
+
+@pytest.mark.slow  # nbgrader generate_assignment of the seven notebooks: about 30 s
+def test_the_hubs_release_is_nbgraders_release_in_every_language(tmp_path):
+    """Every graded or locked cell of the student version the hub releases (any language) has
+    the nbgrader checksum of the cell ``nbgrader generate_assignment`` releases from the course's
+    source; what autograde's "Attribute 'checksum' ... has changed!" warning reports on a locked
+    test cell is nbgrader's own: its gradebook keeps the cell *with* its hidden tests (autograde
+    puts them back from there), the release has them removed (jupyter/nbgrader#1961)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("nbgrader")
+    import nbformat
+    from nbgrader import utils
+    from nbgrader.api import Gradebook
+
+    from course_tools.publish.exercises import release
+    from lectures_lib.course import course_files
+
+    notebooks = course_files() / "notebooks"
+    (tmp_path / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = r'{tmp_path}'\n")
+    release(notebooks, tmp_path / "source" / "ps1", keep_solutions=True)  # the English edition
+    assert not list((tmp_path / "source" / "ps1").glob("*/*.ipynb"))
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "ps1",
+                           "--create", "--force"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    hidden = 0
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        for path in sorted((tmp_path / "release" / "ps1").glob("*.ipynb")):
+            theirs = {c.metadata.nbgrader["grade_id"]: c for c in nbformat.read(
+                path, as_version=4).cells if "grade_id" in c.metadata.get("nbgrader", {})}
+            for language in ("en", "zh-Hans", "zh-Hant"):
+                ours = nbformat.reads(json.dumps(A.student_version(path.stem, language)), 4)
+                cells = {c.metadata.nbgrader["grade_id"]: c for c in ours.cells
+                         if "grade_id" in c.metadata.get("nbgrader", {})}
+                assert cells.keys() == theirs.keys(), (path.stem, language)
+                for grade_id, cell in cells.items():
+                    meta = cell.metadata.nbgrader
+                    if not (meta.get("locked") or meta.get("grade")):
+                        continue
+                    if language != "en" and not meta.get("locked"):
+                        continue  # a written answer's question is in the student's language
+                    assert utils.compute_checksum(cell) == theirs[grade_id].metadata.nbgrader[
+                        "checksum"], (path.stem, language, grade_id)
+            for grade_id, cell in theirs.items():
+                stored = gradebook.find_source_cell(grade_id, path.stem, "ps1")
+                if cell.metadata.nbgrader.get("locked") and "HIDDEN TESTS" in stored.source:
+                    hidden += 1  # nbgrader's own checksum differs: the hidden tests
+                    assert stored.checksum != cell.metadata.nbgrader["checksum"]
+    assert hidden > 0

@@ -345,7 +345,7 @@ def test_collect_writes_nbgraders_layout_with_times_and_names_the_missing_and_th
     assert "2 of 3 collected; no submission: chen; late: bob" in printed
     # alice: her latest submission that holds 01 (the later one has only 02); only 01 copied
     assert sorted(p.name for p in (out / "alice" / "ps1").iterdir()) == [
-        "01_self_attention.ipynb", "timestamp.txt"]
+        "01_self_attention.ipynb", "language.txt", "timestamp.txt"]
     stamp = (out / "alice" / "ps1" / "timestamp.txt").read_text()
     local = datetime(2026, 12, 5, 1, 37, 2).astimezone()
     assert datetime.fromisoformat(stamp) == local
@@ -365,7 +365,8 @@ def test_collect_without_options_keeps_the_flat_layout_and_every_notebook(tmp_pa
     out = tmp_path / "out"
     assert main(["collect", str(hub_dir), str(out)]) == 0
     assert sorted(p.name for p in (out / "alice").iterdir()) == [
-        "01_self_attention.ipynb", "02_multi_head_attention.ipynb", "timestamp.txt"]
+        "01_self_attention.ipynb", "02_multi_head_attention.ipynb", "language.txt",
+        "timestamp.txt"]
     assert "1 of 2 collected; no submission: bob" in capsys.readouterr().out
     for bad in (["--assignment", "../up"], ["--deadline", "tomorrow"]):
         with pytest.raises(SystemExit):
