@@ -187,8 +187,8 @@ def _log_in_and_write(browser, url: str, name: str, password: str, language: str
     sync_api.expect(page.locator(".jp-StatusBar-Widget")).to_contain_text(
         re.compile(r"course sandbox\) \| Idle"), timeout=120_000)
     cell = panel.locator(".jp-CodeCell", has_text="raise NotImplementedError").first
-    cell.scroll_into_view_if_needed()
-    assert "def my_additive_attention" in cell.inner_text()
+    cell.scroll_into_view_if_needed()  # (JupyterLab renders the cells in view)
+    sync_api.expect(cell).to_contain_text("def my_additive_attention", timeout=30_000)
     cell.locator(".cm-content").click()
     page.keyboard.press("Control+a")
     page.keyboard.insert_text(answer)
@@ -211,12 +211,6 @@ def _saved_answer(name: str, language: str) -> str:
     nb = nbformat.read(home / "course" / FOLDERS[language] / f"{NOTEBOOK}.ipynb", as_version=4)
     (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == SOLUTION_ID]
     return cell.source
-
-
-def _scores(gradebook: Path) -> dict[str, tuple[float, float]]:
-    with gradebook.open(newline="") as file:
-        rows = list(csv.DictReader(file))
-    return {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in rows}
 
 
 def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed, browser):
@@ -271,14 +265,14 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
         # logs in and does not submit
         with _Clock("on-time student: login, answer, save, submit"):
             context, page = _log_in_and_write(browser, url, ON_TIME, passwords[ON_TIME],
-                                              STUDENTS[ON_TIME], _solution())
+                                              STUDENTS[ON_TIME], WRONG)
             contexts.append(context)
             _submit(page, url)
         assert datetime.datetime.now().astimezone() < deadline, (
             f"the on-time student's steps took longer than the {DEADLINE_S} s to the deadline")
         with _Clock("late student: login, answer, save"):
             context, late_page = _log_in_and_write(browser, url, LATE, passwords[LATE],
-                                                   STUDENTS[LATE], WRONG)
+                                                   STUDENTS[LATE], _solution())
             contexts.append(context)
         with _Clock("third student: login only"):
             contexts.append(_log_in_and_write(browser, url, MISSING, passwords[MISSING],
@@ -287,8 +281,8 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
             time.sleep(1)
         with _Clock("late student: submit"):
             _submit(late_page, url)
-        assert "return v, None" in _saved_answer(LATE, STUDENTS[LATE])
-        assert "raise NotImplementedError" not in _saved_answer(ON_TIME, STUDENTS[ON_TIME])
+        assert "return v, None" in _saved_answer(ON_TIME, STUDENTS[ON_TIME])
+        assert "raise NotImplementedError" not in _saved_answer(LATE, STUDENTS[LATE])
 
         # collect: the missing and the late named
         with _Clock("collect"):
@@ -303,47 +297,86 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
             assert got == [f"{NOTEBOOK}.ipynb"], (name, got)  # only that assignment's notebook
         assert not (folder / "submitted" / MISSING / ASSIGNMENT).exists()
 
-        # grade locally: only that notebook, one row per submitter, the right one full marks
+        # grade that assignment only, locally: one report per submitter
         (folder / "grading-secret").write_bytes(os.urandom(32))
-        submissions = [f"submitted/{n}/{ASSIGNMENT}/{NOTEBOOK}.ipynb" for n in (ON_TIME, LATE)]
+        handed_in = sorted(str(p.relative_to(folder)) for p in folder.glob(
+            f"submitted/*/{ASSIGNMENT}"))  # the shell's submitted/*/ps1
         with _Clock("grade locally (2 submissions)"):
-            course("grade", *submissions, "--format", "nbgrader-csv",
-                   "--student-ids-from-folders", "--secret-file", "grading-secret", "--output",
-                   "gradebook.csv", "--quiet")
-        local = _scores(folder / "gradebook.csv")
-        assert local.keys() == {ON_TIME, LATE}, local
-        assert local[ON_TIME][0] == local[ON_TIME][1] > 0, local
-        assert local[LATE][0] == 0 < local[LATE][1], local
+            course("grade", *handed_in, "--secret-file", "grading-secret", "--format", "json",
+                   "--output", "reports.jsonl", "--quiet")
+        local = _reports(folder / "reports.jsonl")
+        assert local.keys() == {ON_TIME, LATE}, local  # only 01, only the two who submitted
+        assert local[LATE][0] == local[LATE][1] > 0, local  # the course's answer: full marks
+        assert local[ON_TIME][0] == 0 < local[ON_TIME][1], local  # the wrong one: none
 
-        # grade on a 2-worker Dask cluster over mutual TLS: the same scores
+        # and on a 2-worker Dask cluster over mutual TLS: the same scores
         with _Clock("grade on a 2-worker Dask cluster over TLS"):
-            cluster = _grade_on_cluster(folder, venv, env, submissions)
+            cluster = _grade_on_cluster(folder, venv, env, handed_in)
         assert cluster == local, (cluster, local)
-    finally:
-        for context in contexts:
-            context.close()
-        os.killpg(hub.pid, signal.SIGTERM)
-        try:
-            hub.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(hub.pid, signal.SIGKILL)
-        log.close()
 
-    # the end of term: the class's users and their homes removed
-    try:
-        for name in STUDENTS:
-            subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
-        time.sleep(1)
+        # the gradebook: every student of the class, the late policy applied
+        with _Clock("gradebook"):
+            course("hub", "gradebook", "hub", ASSIGNMENT, "--reports", "reports.jsonl",
+                   "--output", f"gradebook-{ASSIGNMENT}.csv")
+        with (folder / f"gradebook-{ASSIGNMENT}.csv").open(newline="") as file:
+            rows = {row["student_id"]: row for row in csv.DictReader(file)}
+        assert rows.keys() == STUDENTS.keys(), rows
+        assert {row["assignment"] for row in rows.values()} == {ASSIGNMENT}, rows
+        late, on_time, missing = rows[LATE], rows[ON_TIME], rows[MISSING]
+        assert float(late["raw_score"]) == local[LATE][0], late
+        assert float(late["late_submission_penalty"]) == pytest.approx(0.1 * local[LATE][0])
+        assert float(late["score"]) == pytest.approx(0.9 * local[LATE][0]), late
+        assert float(on_time["late_submission_penalty"]) == 0 == float(on_time["score"])
+        assert missing["timestamp"] == "" and float(missing["score"]) == 0, missing
+        assert len({row["max_score"] for row in rows.values()}) == 1
+        assert float(late["max_score"]) > local[LATE][1]  # the written answers count too
+
+        # the end of term: the hub stopped, the class's users and their homes removed
+        _stop(hub, contexts)
         with _Clock("remove-class"):
             removed = course("hub", "remove-class", "hub", "--remove-homes")
         assert re.search(r"removed users: (.*)", removed), removed
         assert all(not _exists(name) for name in STUDENTS), removed
     finally:
-        for name in STUDENTS:
-            if _exists(name):
+        _stop(hub, contexts)
+        log.close()
+        for name in STUDENTS:  # what a failure left behind
+            for _ in range(10):
+                if not _exists(name):
+                    break
+                subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+                time.sleep(1)
                 subprocess.run(["userdel", "--remove", name], capture_output=True)
         print((folder / "hub.log").read_text()[-4000:])
         print(json.dumps(TIMES, indent=1))
+
+
+def _stop(hub: subprocess.Popen, contexts: list) -> None:
+    """Close the students' browsers, stop the hub (its proxy, services, servers) and whatever
+    the students still run (a kernel can outlive its hub: issue 38)."""
+    while contexts:
+        contexts.pop().close()
+    if hub.poll() is None:
+        os.killpg(hub.pid, signal.SIGTERM)
+        try:
+            hub.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(hub.pid, signal.SIGKILL)
+    for name in STUDENTS:
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+    time.sleep(1)
+
+
+def _reports(path: Path) -> dict[str, tuple[float, float]]:
+    """{student: (score, max_score)} from the grader's JSON lines (the student: the folder of
+    submitted/<student>/ps1/, as hub collect wrote it)."""
+    found = {}
+    for line in path.read_text().splitlines():
+        report = json.loads(line)
+        student = Path(report["submission"]).parent.parent.name
+        assert student not in found, f"two reports for {student}"
+        found[student] = (float(report["score"]), float(report["max_score"]))
+    return found
 
 
 def _grade_on_cluster(folder: Path, venv: Path, env: dict, submissions: list[str]) -> dict:
@@ -365,8 +398,8 @@ def _grade_on_cluster(folder: Path, venv: Path, env: dict, submissions: list[str
         for index, command in enumerate([
                 [dask, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port",
                  str(port), "--no-dashboard", *tls("scheduler")],
-                [dask, "worker", address, "--nthreads", "1", "--no-dashboard", *tls("worker")],
-                [dask, "worker", address, "--nthreads", "1", "--no-dashboard", *tls("worker")]]):
+                [dask, "worker", address, "--nthreads", "1", *tls("worker")],
+                [dask, "worker", address, "--nthreads", "1", *tls("worker")]]):
             logs.append((folder / f"dask{index}.log").open("w"))
             processes.append(subprocess.Popen(command, cwd=folder, stdout=logs[-1],
                                               stderr=subprocess.STDOUT, start_new_session=True,
@@ -375,10 +408,9 @@ def _grade_on_cluster(folder: Path, venv: Path, env: dict, submissions: list[str
                 time.sleep(3)
         _wait_for_workers(python, address, folder, env, 2)
         _run([python, "-m", "course_tools", "grade", *submissions, "--scheduler", address,
-              "--tls", "tls/client", "--secret-file", "grading-secret", "--format",
-              "nbgrader-csv", "--student-ids-from-folders", "--output", "cluster.csv",
-              "--quiet"], folder, env)
-        return _scores(folder / "cluster.csv")
+              "--tls", "tls/client", "--secret-file", "grading-secret", "--format", "json",
+              "--output", "cluster.jsonl", "--quiet"], folder, env)
+        return _reports(folder / "cluster.jsonl")
     finally:
         for process in reversed(processes):
             os.killpg(process.pid, signal.SIGTERM)
