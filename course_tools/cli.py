@@ -46,7 +46,7 @@ _DELEGATED = {
     "copy": ("course_tools.publish.copy", "write the course from the installed package into a "
              "folder (DIR [--student] [--lang en|zh-CN|zh-TW] [--force])"),
     "hub": ("course_tools.classroom.hub", "JupyterHub for a class (CLASS.csv --dir HUBDIR; "
-            "`hub collect|status|remove-class HUBDIR`)"),
+            "`hub release|assignments|collect|gradebook|feedback|status|remove-class HUBDIR`)"),
     "release": ("course_tools.publish.exercises", "write student versions: solutions replaced, "
                 "hidden tests removed"),
     "source": ("course_tools.publish.exercises", "write the notebooks with solutions and "

@@ -95,9 +95,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--admin", action="append", default=[], metavar="NAME",
                         help="an instructor's hub account (admin page, no server); repeatable; "
                         f"its password in HUBDIR/{ADMIN_PASSWORDS}")
-    parser.epilog = ("After the term starts: `hub collect HUBDIR OUT` (the latest submissions), "
-                     "`hub status HUBDIR` (who is online, who submitted when), `hub remove-class "
-                     "HUBDIR` (the users the hub created; --remove-homes).")
+    parser.epilog = ("Through the term: `hub release HUBDIR NAME NOTEBOOK --deadline T`, `hub "
+                     "collect HUBDIR OUT --assignment NAME`, `hub gradebook`, `hub feedback`, `hub "
+                     "status HUBDIR`, `hub remove-class HUBDIR` (each: --help).")
 
 
 def accounts_absent(class_list: Path) -> list[str]:
@@ -404,7 +404,7 @@ def _collect_main(argv: list[str]) -> int:
     late = [row.student for row in rows if row.late]
     print(f"{len(rows) - len(missing)} of {len(rows)} collected; no submission: "
           f"{', '.join(missing) or 'none'}" + (f"; late: {', '.join(late) or 'none'}"
-                                              if deadline is not None else ""))
+                                              if deadline is not None or late else ""))
     return 0
 
 

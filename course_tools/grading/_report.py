@@ -146,8 +146,11 @@ def format_nbgrader_csv(reports: list[dict], student_ids: list[str],
     the student chose; each must be a plain identifier (:func:`check_student_id`), one row per
     student and assignment. The assignment is the course notebook (or ``assignment``); the
     timestamp is the submission's time from ``timestamp.txt`` beside it (``hub collect``). Every
-    text cell is one line and never a formula. Automatic points only, as nbgrader's autograde
-    before manual grading.
+    text cell is one line and never a formula. The score is the automatic points (as nbgrader's
+    autograde before manual grading), ``max_score`` every point, written answers too, and the
+    numbers are written as nbgrader writes them (``4.0``), so the two agree; one CSV per
+    assignment, the late policy applied, is ``hub gradebook`` (:mod:`course_tools.classroom.
+    gradebook`).
     """
     if not isinstance(reports, (list, tuple)):
         raise TypeError(f"reports must be a list of report dicts, got {type(reports).__name__}")
@@ -172,8 +175,10 @@ def format_nbgrader_csv(reports: list[dict], student_ids: list[str],
                              f"{one_line(report['submission'])}): one row each, please")
         seen[student, course] = str(report["submission"])
         stamp = _cell(submission_timestamp(report["submission"]))
-        writer.writerow([_cell(course), "", stamp, student, "", "", "", f"{report['score']:g}",
-                         "0.0", f"{report['score']:g}", f"{report['max_score']:g}"])
+        score, most = (str(round(float(report[key]), 6)) for key in ("score", "max_score"))
+        if report["manual_max_score"]:  # nbgrader's max_score: written answers' points too
+            most = str(round(float(report["max_score"]) + float(report["manual_max_score"]), 6))
+        writer.writerow([_cell(course), "", stamp, student, "", "", "", score, "0.0", score, most])
     return buffer.getvalue()
 
 

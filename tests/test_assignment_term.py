@@ -1,0 +1,265 @@
+"""An assignment through its lifecycle with real Unix students and the real nbgrader (issue 41):
+release → edit → re-release a corrected notebook → submit (one late, one not at all) → collect
+→ grade (the course grader, in its sandbox; nbgrader in the sandboxed kernel) → grade written
+answers by hand (nbgrader's formgrader's gradebook) → feedback into each submitter's folder →
+one gradebook CSV, the same from both graders.
+
+Three students (en, zh-CN, zh-TW) are made by ``hub --create-users --config-only`` and removed
+by ``hub remove-class --remove-homes``. No hub runs: what a student does in JupyterLab is done as
+that Unix user (their edits written by a process of theirs; the submit service's ``submit``,
+which reads their folder as them). Skips, naming what is missing: root, bubblewrap, nbgrader, a
+sandbox."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_tools.grading.sandbox import sandbox_problem
+
+from .conftest import require_system_package
+
+pytestmark = [pytest.mark.system, pytest.mark.slow]
+require_system_package("bubblewrap", module_level=True)
+pytest.importorskip("nbgrader", reason="nbgrader is the optional extra '.[grading]'")
+if sandbox_problem():
+    pytest.skip(f"the lifecycle test grades in the sandbox: {sandbox_problem()}",
+                allow_module_level=True)
+
+from .test_hub_browser import _class_python, _exists  # noqa: E402
+
+TAG = f"lc{os.getpid() % 10000}"
+ALICE, BOB, CHEN = f"{TAG}a", f"{TAG}b", f"{TAG}c"
+LANGUAGES = {ALICE: "en", BOB: "zh-CN", CHEN: "zh-TW"}
+NOTEBOOK = "01_self_attention"
+FOLDERS = {ALICE: "student", BOB: "student/zh-Hans", CHEN: "student/zh-Hant"}
+CORRECT = '''import sys
+import course_tools.classroom.assignments as A
+from course_tools.classroom.handout import main
+
+original = A.student_version
+
+
+def corrected(stem, language):  # the instructor's correction: a note at the end
+    nb = original(stem, language)
+    nb["cells"].append({"id": "correction", "cell_type": "markdown", "metadata": {},
+                        "source": "Correction: the window in exercise 3 is 9 tokens wide."})
+    return nb
+
+
+A.student_version = corrected
+raise SystemExit(main(sys.argv[1:]))
+'''
+
+
+def _run(python: Path, *args: str, cwd: Path, env: dict | None = None) -> str:
+    result = subprocess.run([str(python), *args], cwd=cwd, capture_output=True, text=True,
+                            env=env, timeout=900)
+    assert result.returncode == 0, f"{args[:4]}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result.stdout
+
+
+def _write_as(python: Path, student: str, path: Path, text: str) -> None:
+    """The student saves a file (a process of theirs writes it)."""
+    subprocess.run([str(python), "-I", "-c", "import sys; open(sys.argv[1], 'w', "
+                    "encoding='utf-8').write(sys.stdin.read())", str(path)], input=text,
+                   user=student, group=student, check=True, text=True, cwd="/")
+
+
+def _solved(released: Path, language: str) -> str:
+    """The released notebook with the reference solutions typed in (what a correct student
+    writes), from the course's notebook of the same language."""
+    from course_tools.publish.copy import LANGUAGE_FOLDERS
+    from course_tools.publish.exercises import annotate_notebook
+    from lectures_lib.course import course_files
+
+    course = annotate_notebook(nbformat.read(
+        course_files() / "notebooks" / LANGUAGE_FOLDERS[language] / f"{NOTEBOOK}.ipynb", 4),
+        NOTEBOOK)
+    mine = nbformat.read(released, 4)
+    for index, cell in enumerate(course.cells):
+        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+            mine.cells[index].source = cell.source
+    return nbformat.writes(mine)
+
+
+def _answered(released: Path) -> str:
+    """The released notebook with one written answer and no code solved."""
+    mine = nbformat.read(released, 4)
+    for cell in mine.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == f"{NOTEBOOK}-ex2-answer":
+            cell.source = cell.source.replace("YOUR ANSWER HERE", "T 很小时权重更尖锐。")
+    return nbformat.writes(mine)
+
+
+def _csv(text: str) -> dict[str, dict]:
+    return {row["student_id"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_graders():
+    if os.geteuid() != 0:
+        pytest.skip("the students are Unix users: run as root")
+    assert not any(_exists(name, pwd) for name in LANGUAGES), f"test users {TAG}* exist"
+    folder = Path(tempfile.mkdtemp(prefix="course-lifecycle-", dir="/tmp"))
+    os.chmod(folder, 0o711)
+    (folder / "class.csv").write_text("username,language\n" + "".join(
+        f"{name},{language}\n" for name, language in LANGUAGES.items()))
+    python = _class_python(folder)
+    hub = folder / "hub"
+    course = folder / "course"  # nbgrader's course folder; hub collect writes its submitted/
+    try:
+        _run(python, "-m", "course_tools", "hub", str(folder / "class.csv"), "--dir", str(hub),
+             "--create-users", "--config-only", cwd=folder)
+        homes = {name: Path(pwd.getpwnam(name).pw_dir) for name in LANGUAGES}
+
+        # 1. release: each student's language, the note beside it
+        printed = _run(python, "-m", "course_tools", "hub", "release", str(hub), "ps1", NOTEBOOK,
+                       "--deadline", (datetime.now() + timedelta(days=1)).isoformat(
+                           timespec="seconds"), "--late-per-day", "0.5", cwd=folder)
+        assert all(f"{name}: {NOTEBOOK} written" in printed for name in LANGUAGES), printed
+        released = {name: homes[name] / "course" / FOLDERS[name] / f"{NOTEBOOK}.ipynb"
+                    for name in LANGUAGES}
+        for name, path in released.items():
+            assert path.stat().st_uid == pwd.getpwnam(name).pw_uid  # the student's file
+        assert "截止時間" in (released[CHEN].parent / "ASSIGNMENT-ps1.md").read_text()
+        assert "练习" in released[BOB].read_text(encoding="utf-8")  # the zh-CN edition
+
+        # 2. alice solves the code, bob answers in writing only, chen does nothing
+        alice_work = _solved(released[ALICE], "en")
+        _write_as(python, ALICE, released[ALICE], alice_work)
+        _write_as(python, BOB, released[BOB], _answered(released[BOB]))
+        submit = ("import sys; from pathlib import Path; from course_tools.classroom.submit "
+                  "import submit; print(submit(Path(sys.argv[1]), sys.argv[2]))")
+        _run(python, "-c", submit, str(hub), ALICE, cwd=folder)
+
+        # 3. a corrected notebook, and the deadline now: alice's and bob's work kept, chen's
+        # untouched copy replaced
+        deadline = datetime.now() + timedelta(seconds=2)
+        printed = _run(python, "-c", CORRECT, "release", str(hub), "ps1", "--deadline",
+                       deadline.isoformat(timespec="seconds"), cwd=folder)
+        assert "version 2" in printed, printed
+        assert f"{ALICE}: {NOTEBOOK} beside" in printed and f"{CHEN}: {NOTEBOOK} replaced" in \
+            printed, printed
+        assert released[ALICE].read_text(encoding="utf-8") == alice_work  # byte for byte
+        beside = released[ALICE].with_name(f"{NOTEBOOK}.v2.ipynb")
+        assert "Correction:" in beside.read_text() and beside.stat().st_uid == pwd.getpwnam(
+            ALICE).pw_uid
+        assert f"{NOTEBOOK}.v2.ipynb" in (released[ALICE].parent / "ASSIGNMENT-ps1.md").read_text()
+        assert "Correction:" in released[CHEN].read_text(encoding="utf-8")
+        time.sleep(max(0.0, (deadline - datetime.now()).total_seconds()) + 1.5)
+        _run(python, "-c", submit, str(hub), BOB, cwd=folder)  # late
+
+        # 4. collect: the released deadline, the missing and the late, nbgrader's layout
+        printed = _run(python, "-m", "course_tools", "hub", "collect", str(hub),
+                       str(course / "submitted"), "--assignment", "ps1", cwd=folder)
+        assert f"no submission: {CHEN}; late: {BOB}" in printed, printed
+        for name in (ALICE, BOB):
+            assert sorted(p.name for p in (course / "submitted" / name / "ps1").iterdir()) == [
+                f"{NOTEBOOK}.ipynb", "language.txt", "timestamp.txt"]
+
+        # 5. the course grader: only this assignment's notebook, messages in the language
+        _run(python, "-m", "course_tools", "grade", str(course / "submitted"), "--format",
+             "json", "--output", str(folder / "grades.jsonl"), "--quiet", cwd=folder)
+        reports = {Path(r["submission"]).parts[-3]: r for r in map(
+            json.loads, (folder / "grades.jsonl").read_text().splitlines())}
+        assert sorted(reports) == [ALICE, BOB]
+        assert reports[ALICE]["score"] == reports[ALICE]["max_score"] > 0
+        assert reports[BOB]["score"] == 0
+        bob_ex1 = next(r for r in reports[BOB]["exercises"] if r["id"] == f"{NOTEBOOK}-ex1")
+        assert "未通过" in bob_ex1["message"], bob_ex1  # zh-CN's checker verdict
+
+        # 6. nbgrader: source, generate, autograde in the sandboxed kernel
+        from course_tools.grading.sandbox import kernel as sandbox_kernel
+
+        kernels = folder / "kernels"
+        assert sandbox_kernel.main(["--install", "--prefix", str(kernels)]) == 0
+        (course / "nbgrader_config.py").write_text(
+            f'c = get_config()\nc.CourseDirectory.root = r"{course}"\n'
+            f'c.CourseDirectory.course_id = "attention"\nc.ExecutePreprocessor.timeout = 300\n'
+            f"{sandbox_kernel.CONFIG_LINE}\n")
+        env = dict(os.environ, JUPYTER_PATH=str(kernels / "share" / "jupyter"),
+                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        _run(python, "-m", "course_tools", "source", NOTEBOOK, str(course / "source" / "ps1"),
+             cwd=course)
+        for step in (["generate_assignment", "ps1", "--create", "--force"],
+                     ["autograde", "ps1", "--create", "--force"]):
+            _run(Path(sys.executable), "-m", "nbgrader", *step, cwd=course, env=env)
+
+        # 7. one gradebook, the same from both graders (before any hand grading)
+        gradebook = ["-m", "course_tools", "hub", "gradebook", str(hub), "ps1"]
+        ours = _run(python, *gradebook, "--reports", str(folder / "grades.jsonl"), cwd=folder)
+        theirs = _run(python, *gradebook, "--nbgrader", str(course), cwd=folder)
+        assert ours == theirs, f"course grader:\n{ours}\nnbgrader:\n{theirs}"
+        rows = _csv(ours)
+        assert rows[CHEN]["timestamp"] == "" and rows[CHEN]["score"] == "0.0"
+        assert rows[ALICE]["late_submission_penalty"] == "0.0"
+        _run(Path(sys.executable), "-m", "nbgrader", "export", cwd=course, env=env)
+        exported = _csv((course / "grades.csv").read_text())
+        from course_tools.grading._report import format_nbgrader_csv
+
+        per_notebook = _csv(format_nbgrader_csv([reports[ALICE], reports[BOB]], [ALICE, BOB]))
+        for name in (ALICE, BOB):  # nbgrader's own export: the same names, points and maxima
+            assert {k: exported[name][k] for k in ("assignment", "raw_score", "max_score")} == \
+                {k: rows[name][k] for k in ("assignment", "raw_score", "max_score")}
+            # and grade --format nbgrader-csv (one notebook: its row is the assignment's)
+            assert {k: per_notebook[name][k] for k in ("raw_score", "max_score")} == \
+                {k: exported[name][k] for k in ("raw_score", "max_score")}
+
+        # 8. a written answer graded by hand (what formgrader stores), then nbgrader's feedback
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
+            grade = book.find_grade(f"{NOTEBOOK}-ex2-answer", NOTEBOOK, "ps1", BOB)
+            assert grade.needs_manual_grade  # written answers wait for a human
+            grade.manual_score = 1.5
+            comment = book.find_comment(f"{NOTEBOOK}-ex2-answer", NOTEBOOK, "ps1", BOB)
+            comment.manual_comment = "Right direction; say why."
+            book.db.commit()
+        _run(Path(sys.executable), "-m", "nbgrader", "generate_feedback", "ps1", cwd=course,
+             env=env)
+        rows = _csv(_run(python, *gradebook, "--nbgrader", str(course), cwd=folder))
+        assert (rows[BOB]["raw_score"], rows[BOB]["late_submission_penalty"],
+                rows[BOB]["score"]) == ("1.5", "0.75", "0.75")  # half off: one day late
+
+        # 9. feedback into each submitter's folder, theirs alone
+        printed = _run(python, "-m", "course_tools", "hub", "feedback", str(hub), "ps1",
+                       "--reports", str(folder / "grades.jsonl"), "--nbgrader", str(course),
+                       cwd=folder)
+        assert "feedback for 2 student(s)" in printed, printed
+        for name in (ALICE, BOB):
+            box = homes[name] / "course" / "feedback" / "ps1"
+            assert box.stat().st_mode & 0o777 == 0o700 and box.stat().st_uid == pwd.getpwnam(
+                name).pw_uid
+            files = sorted(p.name for p in box.iterdir())
+            assert files == [f"{NOTEBOOK}.html", "feedback.md"], files
+            for path in box.iterdir():
+                assert path.stat().st_mode & 0o777 == 0o600
+                assert path.stat().st_uid == pwd.getpwnam(name).pw_uid
+        alice_text = (homes[ALICE] / "course/feedback/ps1/feedback.md").read_text()
+        assert "PASSED" in alice_text and "# Feedback: ps1" in alice_text
+        bob_text = (homes[BOB] / "course/feedback/ps1/feedback.md").read_text()
+        assert "# 反馈：ps1" in bob_text and "未通过" in bob_text
+        assert "1.5 / 2" in bob_text and "Right direction; say why." in bob_text
+        assert "迟交扣分 0.75" in bob_text
+        assert not (homes[CHEN] / "course" / "feedback").exists()
+    finally:
+        subprocess.run([str(python) if "python" in locals() else sys.executable, "-m",
+                        "course_tools", "hub", "remove-class", str(hub), "--remove-homes"],
+                       cwd=folder, capture_output=True)
+        for name in LANGUAGES:  # what remove-class could not (e.g. the hub's set-up failed)
+            if _exists(name, pwd):
+                subprocess.run(["userdel", "--remove", name], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
