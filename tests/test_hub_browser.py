@@ -13,6 +13,7 @@ bubblewrap, Chromium.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -98,11 +99,15 @@ def _class_python(folder: Path) -> Path:
     return python
 
 
-@pytest.fixture(scope="module")
-def hub():
+@contextlib.contextmanager
+def running_hub(students: dict[str, str], *options: str, subdomains: bool = False):
+    """A hub for ``students`` ({user: language}, created as Unix users, removed afterwards),
+    started as ``python -m course_tools hub CLASS --create-users *options``; yields (url, hub
+    folder, passwords). ``subdomains``: each student and service on a subdomain of
+    ``localhost`` (``--subdomain-host``; Chromium resolves ``*.localhost`` itself)."""
     import pwd
 
-    existing = [name for name in STUDENTS if _exists(name, pwd)]
+    existing = [name for name in students if _exists(name, pwd)]
     assert not existing, f"test users already exist: {existing}"
     folder = Path(tempfile.mkdtemp(prefix="course-hub-", dir="/tmp"))
     os.chmod(folder, 0o711)  # the students' servers read the hub's kernel spec below it
@@ -110,7 +115,7 @@ def hub():
     with class_list.open("w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(["username", "language"])
-        writer.writerows(STUDENTS.items())
+        writer.writerows(students.items())
     python = _class_python(folder)
     problem = subprocess.run([str(python), "-c", "from course_tools.classroom.hub import "
                               "hub_problem; print(hub_problem() or '')"], capture_output=True,
@@ -119,12 +124,13 @@ def hub():
         shutil.rmtree(folder)
         pytest.skip(f"the hub test needs it: {problem}")
     port = _free_ports()
+    url = f"http://{'localhost' if subdomains else '127.0.0.1'}:{port}"
     log = (folder / "hub.log").open("w")
     server = subprocess.Popen(
         [str(python), "-m", "course_tools", "hub", str(class_list), "--dir",
-         str(folder / "hub"), "--port", str(port), "--create-users"],
+         str(folder / "hub"), "--port", str(port), "--create-users", *options,
+         *(["--subdomain-host", url] if subdomains else [])],
         cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(f"{url}/hub/login", server, folder / "hub.log")
         with (folder / "hub" / "passwords.csv").open() as file:
@@ -137,7 +143,7 @@ def hub():
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         log.close()
-        for name in STUDENTS:
+        for name in students:
             for _ in range(10):  # userdel refuses while a process of the user is still ending
                 if not _exists(name, pwd):
                     break
@@ -147,6 +153,12 @@ def hub():
             assert not _exists(name, pwd), f"could not remove the test user {name}"
         print((folder / "hub.log").read_text()[-6000:])
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def hub():
+    with running_hub(STUDENTS) as started:
+        yield started
 
 
 def _exists(name, pwd) -> bool:
@@ -201,9 +213,11 @@ def _log_in_run_save_submit(browser, url: str, name: str, password: str, languag
     sync_api.expect(page.locator(".lm-TabBar-tab.jp-mod-current")).not_to_have_class(
         re.compile("jp-mod-dirty"), timeout=30_000)
     page.goto(f"{url}/services/course-submit/")
-    page.click("#submit")
-    sync_api.expect(page.locator("#message")).to_contain_text("submitted 7 notebook(s)",
-                                                              timeout=60_000)
+    page.check(f"input[value='{NOTEBOOK[:-6]}']")  # one assignment: notebook 01
+    page.click("#submit")  # review, then confirm
+    page.click("#confirm")
+    sync_api.expect(page.locator("#message")).to_have_text(  # in the student's language
+        re.compile(rf"^(submitted|已提交).*{NOTEBOOK}$"), timeout=60_000)
     return context, page
 
 

@@ -291,8 +291,10 @@ def _crafted_notebook(mib: float) -> str:
 
 
 def _submit(page, url: str) -> str:
+    """Submit the first assignment (notebook 01) through the page: review, then confirm."""
     page.goto(f"{url}/services/course-submit/")
     page.click("#submit")
+    page.click("#confirm")
     page.locator("#message").wait_for(timeout=180_000)
     return page.locator("#message").inner_text()
 
@@ -307,7 +309,9 @@ def test_the_submit_service_parses_a_crafted_notebook_apart_and_keeps_a_quota(br
     name = next(iter(STUDENTS))
     context, page = _log_in(browser, url, name, passwords[name])
     headers = _xsrf(context, url, name)
-    crafted = f"{url}/user/{name}/api/contents/student/zz_crafted.ipynb"
+    # the crafted notebook in place of notebook 01: the assignment the page submits first
+    crafted = f"{url}/user/{name}/api/contents/student/01_self_attention.ipynb"
+    original = page.request.get(crafted + "?content=1&format=text&type=file").json()["content"]
 
     def save(text: str) -> None:
         saved = page.request.put(crafted, headers=headers, data=json.dumps(
@@ -318,8 +322,9 @@ def test_the_submit_service_parses_a_crafted_notebook_apart_and_keeps_a_quota(br
         save(_crafted_notebook(10))
         submitter = context.new_page()
         submitter.goto(f"{url}/services/course-submit/")
+        submitter.click("#submit")
         before = _service_peak_kib()
-        submitter.click("#submit", no_wait_after=True)
+        submitter.click("#confirm", no_wait_after=True)
         time.sleep(3)  # the service is reading and parsing now
         started = time.monotonic()
         other = page.request.get(f"{url}/services/course-submit/")
@@ -338,7 +343,7 @@ def test_the_submit_service_parses_a_crafted_notebook_apart_and_keeps_a_quota(br
         message = _submit(submitter, url)
         assert message.startswith("not submitted") and "larger than" in message, message
 
-        page.request.delete(crafted, headers=headers)
+        save(original)
         messages = [_submit(submitter, url) for _ in range(SUBMISSIONS + 1 - accepted)]
         assert all(m.startswith("submitted") for m in messages[:-1]), (accepted, messages)
         assert messages[-1].startswith("not submitted") and "the most this class allows" in \

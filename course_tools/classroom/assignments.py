@@ -25,9 +25,9 @@ student: absent: written; the same as this release: left alone; the same as an e
 (the student never edited it): replaced by the corrected one; anything else (the student's
 work): kept byte for byte, and the corrected notebook is written *beside* it as
 ``<notebook>.v<N>.ipynb``, the note saying so. Whichever the student works in is submitted (the
-submit service sends every notebook of the folder); :func:`pick_submitted` takes, per notebook,
-the newest version the student edited (else the newest), so ``hub collect --assignment`` hands
-the grader one ``<notebook>.ipynb`` per notebook.
+submit service sends the assignment's notebooks with their ``.vN`` copies);
+:func:`pick_submitted` takes, per notebook, the newest version the student edited (else the
+newest), so ``hub collect --assignment`` hands the grader one ``<notebook>.ipynb`` per notebook.
 
 **Late policy** (:class:`LatePolicy`): a submission after the deadline loses ``per_day`` of its
 raw score per started day late, and all of it more than ``zero_after_days`` days late (None:

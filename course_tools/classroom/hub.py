@@ -23,14 +23,16 @@ configures it for the course:
   ``~/course/nbgrader_config.py``), loads exactly the server extensions of
   :data:`SERVER_EXTENSIONS`, lists only the sandboxed kernel and runs Python with ``-I``;
 * **submit and collect**: the hub service ``course-submit`` (``/services/course-submit/``,
-  logged in through the hub) copies the student's notebooks, read by a process running *as the
-  student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m course_tools hub
+  logged in through the hub; opened from the *Course* menu of the student's JupyterLab,
+  :mod:`.student_lab`; its page in the student's language, :mod:`.submit_page`) copies one
+  assignment's notebooks, read by a process running *as the student*, into ``HUBDIR/exchange/<student>/<time>/`` (root only); ``python -m course_tools hub
   collect HUBDIR OUT`` (:mod:`.operations`) writes each student's latest submission to
   ``OUT/<student>/`` (``--assignment ps1``: nbgrader's ``OUT/<student>/ps1/``) with its time, the
   layout ``python -m course_tools grade OUT`` reads, and names who did not submit or was late.
 
 The hub runs as root (it starts servers as other users) and binds 127.0.0.1 unless told
-otherwise; it needs the ``class`` extra (``pip install '<the course's wheel>[class]'``: JupyterHub,
+otherwise; ``--subdomain-host URL`` puts each student's server and the submit service on an
+origin of their own (JupyterHub's ``subdomain_host``, its advice for untrusted users); it needs the ``class`` extra (``pip install '<the course's wheel>[class]'``: JupyterHub,
 JupyterLab, the idle culler) and ``configurable-http-proxy`` (``npm install -g
 configurable-http-proxy``). The term's operations (the idle culler, an instructor's account,
 ``hub status``, ``hub remove-class``) are :mod:`.operations`.
@@ -42,6 +44,7 @@ import argparse
 import hmac
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -59,6 +62,7 @@ from course_tools.classroom.roster import (  # noqa: F401  (re-exported: the hub
     _write_private,
     read_class_list,
 )
+from course_tools.classroom.student_lab import lab_arguments, submit_url, write_lab_settings
 from course_tools.classroom.submit import (  # noqa: F401  (re-exported: the service's names)
     BYTES_PER_STUDENT,
     SUBMISSIONS_PER_STUDENT,
@@ -72,7 +76,8 @@ CONFIG = '''\
 # Run: jupyterhub -f {config}   (as root; the same as `python -m course_tools hub`)
 from course_tools.classroom.hub import configure
 
-configure(c, {hub_dir!r}, ip={ip!r}, port={port}, limits={limits!r})
+configure(c, {hub_dir!r}, ip={ip!r}, port={port}, limits={limits!r},
+          subdomain_host={subdomain_host!r})
 
 # A real class's login, instead of the per-student passwords (the rest stays as it is):
 #   GitHub / Google / any OpenID provider (pip install oauthenticator):
@@ -136,12 +141,12 @@ def prepare(class_list: Path, hub_dir: Path, *, create_users: bool = False) -> d
 
 
 def write_config(hub_dir: Path, *, ip: str = "127.0.0.1", port: int = 8000,
-                 limits: StudentLimits | None = None) -> Path:
+                 limits: StudentLimits | None = None, subdomain_host: str = "") -> Path:
     hub_dir = Path(hub_dir).resolve()
     config = hub_dir / "jupyterhub_config.py"
     limits = (limits or StudentLimits()).as_dict()
     config.write_text(CONFIG.format(config=config, hub_dir=str(hub_dir), ip=ip, port=port,
-                                    limits=limits))
+                                    limits=limits, subdomain_host=subdomain_host))
     return config
 
 
@@ -265,9 +270,10 @@ def server_args() -> list[str]:
 
 
 def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
-              limits: dict | None = None) -> None:
+              limits: dict | None = None, subdomain_host: str = "") -> None:
     """Fill JupyterHub's config object ``c`` for the class in ``hub_dir`` (see the module doc);
-    ``limits``: :class:`StudentLimits`'s fields."""
+    ``limits``: :class:`StudentLimits`'s fields; ``subdomain_host``: each student's server and
+    the submit service on a subdomain of their own (:func:`.student_lab.submit_url`)."""
     hub_dir = Path(hub_dir)
     limits = StudentLimits(**(limits or {}))
     languages = _class(hub_dir)
@@ -290,6 +296,9 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
     c.Spawner.start_timeout = c.Spawner.http_timeout = 180
     c.Spawner.disable_user_config = True  # nothing from ~/.jupyter
     c.Spawner.args = server_args()
+    if subdomain_host:  # one origin per student and service: no page of one reaches another
+        c.JupyterHub.subdomain_host = subdomain_host
+    lab_settings = write_lab_settings(hub_dir / "jupyter", submit_url(SERVICE, subdomain_host))
 
     def release(spawner):
         """The student's copies, written as the student, and their server's language."""
@@ -303,6 +312,8 @@ def configure(c, hub_dir: str, *, ip: str = "127.0.0.1", port: int = 8000,
                        env={"HOME": str(home), "PATH": os.environ.get("PATH", "")}, check=True,
                        capture_output=True)
         spawner.default_url = f"/lab/tree/{STUDENT_FOLDERS[language]}"
+        spawner.args = [*(a for a in spawner.args if not a.startswith("--LabApp.app_settings_dir")),
+                        *lab_arguments(lab_settings[language])]  # the Course menu, no nbgrader
         spawner.environment.update({
             "LECTURES_LANG": language,  # the checkers' messages in the student's language
             "JUPYTER_PATH": str(hub_dir / "jupyter"),  # the sandboxed kernel is `python3`
@@ -389,10 +400,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="kernels one student may run at once (3)")
     parser.add_argument("--submissions-per-student", type=int, default=100,
                         help="submissions kept per student; more are refused (100)")
+    parser.add_argument("--subdomain-host", default="", metavar="URL",
+                        help="serve each student and the submit page on a subdomain of URL, e.g. "
+                             "https://hub.example.edu (needs wildcard DNS and certificate) or "
+                             "http://localhost:8000; JupyterHub's advice for untrusted users")
     parser.add_argument("--config-only", action="store_true",
                         help="write HUBDIR/jupyterhub_config.py and stop")
     operations.add_options(parser)  # --idle-timeout, --admin
     args = parser.parse_args(argv)
+    if args.subdomain_host and not re.fullmatch(r"https?://[a-z0-9.-]+(:\d+)?", args.subdomain_host):
+        parser.error(f"--subdomain-host must be http(s)://HOST[:PORT], got {args.subdomain_host!r}")
     absent = operations.accounts_absent(args.class_list) if args.create_users else []
     try:
         limits = StudentLimits(memory_bytes=int(args.memory_per_student * 2**30),
@@ -402,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         new = prepare(args.class_list, args.hub_dir, create_users=args.create_users)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    config = write_config(args.hub_dir, ip=args.ip, port=args.port, limits=limits)
+    config = write_config(args.hub_dir, ip=args.ip, port=args.port, limits=limits,
+                          subdomain_host=args.subdomain_host)
     if new:
         print(f"new passwords for {len(new)} student(s) in {args.hub_dir / 'passwords.csv'}")
     print(f"config: {config}")

@@ -5,6 +5,14 @@ pattern: the files are read by a process running as the student, each notebook a
 grader's size cap, parsed in a forked process under a memory and a time limit, off the service's
 event loop, with a per-student quota of submissions and bytes (issue 38, cause 4). Started by the
 hub as ``python -m course_tools hub serve-submit HUBDIR`` (:func:`.hub.configure`).
+
+A page of another origin must not submit for the student (issue 38, cause 6): every response
+refuses to be framed (CSP ``frame-ancestors 'none'``, ``X-Frame-Options: DENY``); a submission
+takes two forms of the page itself, the second carrying a one-time token the service keeps
+(:class:`Confirmations`); a POST that the browser marks as from a frame, a script or another
+origin is refused (:func:`own_request_problem`); the login cookies are ``SameSite``. With the
+hub's ``--subdomain-host`` the service has an origin of its own, so a page of a student's server
+can neither read its forms nor script it.
 """
 
 from __future__ import annotations
@@ -18,15 +26,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 from course_tools.classroom.roster import STUDENT_FOLDERS, SUBMIT_LIMIT, _class
 
 # Runs as the student (subprocess user=): their notebooks as JSON on stdout, nothing else.
 READER = r"""
-import json, os, sys
+import json, os, re, sys
 folder, limit, each, found, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), {}, 0
+stems = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None  # an assignment's notebooks
 for name in sorted(os.listdir(folder)):
     path = os.path.join(folder, name)
+    kept = re.fullmatch(r"(.+?)(\.v\d+)?\.ipynb", name)  # NAME.ipynb, a correction NAME.vN.ipynb
+    if stems is not None and not (kept and kept.group(1) in stems):
+        continue
     if name.endswith(".ipynb") and os.path.isfile(path) and not os.path.islink(path):
         with open(path, encoding="utf-8") as file:
             found[name] = file.read(each + 1)
@@ -35,10 +48,14 @@ for name in sorted(os.listdir(folder)):
             sys.exit(f"{name} is larger than {each} bytes, the most a notebook may be")
         if size > limit:
             sys.exit("the submission is larger than the limit")
+missing = sorted(set(stems or ()) - {re.sub(r"(\.v\d+)?\.ipynb$", "", n) for n in found})
+if missing:
+    sys.exit(f"{missing[0]}.ipynb is not in your folder {folder}")
 json.dump(found, sys.stdout)
 """
 
-
+NOTEBOOK_NAME = r"[\w.-]+\.ipynb"  # what a submitted file may be called
+NOTEBOOK_STEM = r"\w[\w-]*"  # an assignment's notebook, named without .ipynb
 PARSE_MEMORY = 512 * 2**20  # bytes the process that parses one submission may add
 PARSE_SECONDS = 60.0  # and how long it may take
 SUBMISSIONS_PER_STUDENT = 100  # a student's submissions kept in the exchange, at most
@@ -114,11 +131,15 @@ def _parse_and_write(notebooks: dict, target: Path) -> None:
 
 
 def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_STUDENT,
-           max_bytes: int = BYTES_PER_STUDENT) -> list[str]:
+           max_bytes: int = BYTES_PER_STUDENT, notebooks: tuple[str, ...] | None = None
+           ) -> list[str]:
     """Copy ``username``'s notebooks (read as that user) into the exchange; returns the names.
-    Each notebook at most the grader's size (``MAX_SUBMISSION_BYTES``), parsed in a process of
-    its own under a memory and a time limit; at most ``submissions`` submissions and
-    ``max_bytes`` bytes per student."""
+    ``notebooks``: one assignment's notebooks by stem (``01_self_attention``): each
+    ``STEM.ipynb`` and its corrected copies ``STEM.vN.ipynb`` (a re-release puts them beside an
+    edited notebook; ``hub collect`` picks the one to grade), each stem's file required; else
+    every notebook of the folder. Each notebook at most the grader's size (``MAX_SUBMISSION_BYTES``),
+    parsed in a process of its own under a memory and a time limit; at most ``submissions``
+    submissions and ``max_bytes`` bytes per student."""
     import pwd
 
     from course_tools.grading._collect import MAX_SUBMISSION_BYTES
@@ -126,8 +147,15 @@ def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_S
     language = _class(hub_dir)[username]
     home = Path(pwd.getpwnam(username).pw_dir)
     folder = home / "course" / STUDENT_FOLDERS[language]
+    wanted = []
+    if notebooks is not None:
+        if not notebooks or not all(isinstance(n, str) and re.fullmatch(NOTEBOOK_STEM, n)
+                                    for n in notebooks):
+            raise ValueError(f"notebooks must be notebooks' names without .ipynb, got "
+                             f"{notebooks!r:.200}")
+        wanted = [json.dumps(sorted(set(notebooks)))]
     result = subprocess.run([sys.executable, "-I", "-c", READER, str(folder), str(SUBMIT_LIMIT),
-                             str(MAX_SUBMISSION_BYTES)],
+                             str(MAX_SUBMISSION_BYTES), *wanted],
                             user=username, group=username, cwd="/", env={}, capture_output=True,
                             text=True, timeout=60)
     if result.returncode != 0:
@@ -137,7 +165,7 @@ def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_S
         raise RuntimeError(f"no notebooks to submit in {folder}")
     for name, text in notebooks.items():
         if not (isinstance(name, str) and isinstance(text, str) and re.fullmatch(
-                r"[\w.-]+\.ipynb", name)):
+                NOTEBOOK_NAME, name)):
             raise RuntimeError(f"refusing the file name {name!r:.80}")
     runs = Path(hub_dir) / "exchange" / username
     refused = _quota_left(runs, sum(len(t.encode()) for t in notebooks.values()), submissions,
@@ -150,48 +178,142 @@ def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_S
     return sorted(notebooks)
 
 
+CONFIRM_SECONDS = 600  # how long a reviewed submission may wait for its confirmation
+
+
+class Confirmations:
+    """The service's one-time confirmation tokens: one per student (a new review replaces it),
+    for one assignment, for ``CONFIRM_SECONDS``. Kept here, never in a cookie, so a page that
+    can set or read the student's cookies still cannot confirm for them."""
+
+    def __init__(self, seconds: float = CONFIRM_SECONDS):
+        self.seconds, self._tokens = seconds, {}
+
+    def issue(self, student: str, assignment: str) -> str:
+        token = secrets.token_urlsafe(32)
+        self._tokens[student] = (token, assignment, time.monotonic() + self.seconds)
+        return token
+
+    def redeem(self, student: str, token: str) -> str | None:
+        """The assignment ``token`` confirms for ``student`` (once), else None."""
+        held = self._tokens.get(student)
+        if held is None or not isinstance(token, str) or not secrets.compare_digest(
+                held[0].encode(), token.encode()):
+            return None
+        del self._tokens[student]
+        return held[1] if time.monotonic() < held[2] else None
+
+
+def own_request_problem(method: str, headers, host: str) -> str:
+    """"" when a request may change something: a form of the service's own page, in a top-level
+    window (the browser's Sec-Fetch-* and Origin headers; a client that sends none is not a
+    browser, so no page is acting through it); else why not."""
+    if method in ("GET", "HEAD", "OPTIONS"):
+        return ""
+    dest = headers.get("Sec-Fetch-Dest")
+    if dest not in (None, "document"):
+        return f"a request from a {dest}, not from the submit page itself"
+    site = headers.get("Sec-Fetch-Site")
+    if site not in (None, "same-origin"):
+        return f"a {site} request, not from the submit page itself"
+    origin = headers.get("Origin")
+    if origin is not None and urlparse(origin).netloc != host:
+        return f"a request from {origin!r:.100}, not from the submit page itself"
+    return ""
+
+
 def serve_submit(hub_dir: Path, submissions: int = SUBMISSIONS_PER_STUDENT,
                  max_bytes: int = BYTES_PER_STUDENT) -> None:
-    """The ``course-submit`` hub service: a page with the student's notebooks and a button."""
+    """The ``course-submit`` hub service: the student picks one assignment, reviews it and
+    confirms (:mod:`.submit_page`), in the student's language; never framed, every change a POST
+    of the page's own form with a one-time token the service keeps."""
     quota = {"submissions": submissions, "max_bytes": max_bytes}
-    from html import escape
-
+    # the login cookies: not sent with another site's requests (frames, forms, scripts)
+    os.environ.setdefault("JUPYTERHUB_COOKIE_OPTIONS", json.dumps({"samesite": "Lax"}))
     from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
     from jupyterhub.utils import url_path_join
     from tornado import ioloop, web
 
+    from course_tools.classroom import submit_page
+
     prefix = os.environ["JUPYTERHUB_SERVICE_PREFIX"]
+    confirmations = Confirmations()
 
-    class Submit(HubOAuthenticated, web.RequestHandler):
-        def _page(self, message: str) -> None:
+    class Guarded(web.RequestHandler):
+        def set_default_headers(self):
+            for header, value in submit_page.SECURITY_HEADERS.items():
+                self.set_header(header, value)
+
+        def prepare(self):
+            refused = own_request_problem(self.request.method, self.request.headers,
+                                          self.request.host)
+            if refused:
+                raise web.HTTPError(403, refused)
+            return super().prepare()
+
+    class Page(HubOAuthenticated, Guarded):
+        def student(self) -> tuple[str, str]:
             name = self.get_current_user()["name"]
-            runs = sorted((Path(hub_dir) / "exchange" / name).glob("*T*"))
-            self.write(f"<html><body><h1>Submit: {escape(name)}</h1><p id='message'>"
-                       f"{escape(message)}</p><p id='count'>{len(runs)} submission(s)</p>"
-                       f"<form method='post'>{self.xsrf_form_html()}<button id='submit' "
-                       "type='submit'>Submit my notebooks</button></form></body></html>")
+            return name, _class(hub_dir).get(name, "en")
 
+        def assignments(self) -> list:
+            return submit_page.open_assignments(hub_dir)
+
+        def show(self, message: str = "") -> None:
+            name, language = self.student()
+            self.write(submit_page.choose_page(
+                language, name, self.assignments(),
+                submit_page.earlier_submissions(hub_dir, name), self.xsrf_form_html(), message))
+
+    class Choose(Page):
         @web.authenticated
         def get(self):
-            self._page("")
+            self.show()
 
+    class Review(Page):
+        @web.authenticated
+        def post(self):
+            name, language = self.student()
+            wanted = self.get_body_argument("assignment", "")
+            found = [a for a in self.assignments() if a.name == wanted]
+            if not found:
+                text = submit_page.TEXT[language]
+                self.show(text["not_submitted"].format(error=text["unknown"]))
+                return
+            token = confirmations.issue(name, found[0].name)
+            self.write(submit_page.confirm_page(language, name, found[0], token,
+                                                self.xsrf_form_html()))
+
+    class Confirm(Page):
         @web.authenticated
         async def post(self):
             import asyncio
 
-            name = self.get_current_user()["name"]
+            name, language = self.student()
+            text = submit_page.TEXT[language]
+            wanted = confirmations.redeem(name, self.get_body_argument("token", ""))
+            found = [a for a in self.assignments() if a.name == wanted]
+            if not found:
+                self.show(text["not_submitted"].format(error=text["expired"]))
+                return
             try:  # in a thread: reading and parsing never hold up the other students' pages
                 names = await asyncio.get_running_loop().run_in_executor(
-                    None, lambda: submit(hub_dir, name, **quota))
+                    None, lambda: submit(hub_dir, name, notebooks=found[0].notebooks, **quota))
             except (RuntimeError, subprocess.TimeoutExpired) as error:
-                self._page(f"not submitted: {error}")
+                self.show(text["not_submitted"].format(error=error))
                 return
-            self._page(f"submitted {len(names)} notebook(s): {', '.join(names)}")
+            self.show(text["submitted"].format(assignment=found[0].name, names=", ".join(names)))
+
+    class Callback(HubOAuthCallbackHandler, Guarded):
+        pass
 
     app = web.Application([
-        (prefix, Submit),
-        (url_path_join(prefix, "oauth_callback"), HubOAuthCallbackHandler),
-    ], cookie_secret=secrets.token_bytes(32), xsrf_cookies=True)
+        (prefix, Choose),
+        (url_path_join(prefix, "review"), Review),
+        (url_path_join(prefix, "confirm"), Confirm),
+        (url_path_join(prefix, "oauth_callback"), Callback),
+    ], cookie_secret=secrets.token_bytes(32), xsrf_cookies=True,
+        xsrf_cookie_kwargs={"samesite": "Strict", "httponly": True})
     url = os.environ["JUPYTERHUB_SERVICE_URL"].rsplit(":", 1)
     app.listen(int(url[1].strip("/")), address="127.0.0.1")
     ioloop.IOLoop.current().start()

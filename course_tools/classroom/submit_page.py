@@ -1,0 +1,172 @@
+"""The ``course-submit`` page a student sees, in the student's language (the class roster's), and
+the headers every response of the service carries.
+
+Two steps, no JavaScript: the student picks ONE assignment (its notebooks, its deadline) and
+reviews what will be sent; a second form, holding a one-time confirmation token that the service
+keeps (:mod:`.submit`), submits it. Earlier submissions are listed with their times, and the page
+says that what is submitted is what is saved on disk (JupyterLab's *Course › Save All* first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from pathlib import Path
+
+# Every response: never framed (a framing page could make a click land on Submit, issue 38 cause
+# 6), no script or style from anywhere, forms post only back to the service, nothing cached.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; style-src 'unsafe-inline'; "
+                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+TEXT = {
+    "en": {
+        "title": "Submit an assignment", "student": "Student",
+        "save": "Save your notebooks first (in JupyterLab: Course › Save All, or File › Save "
+                "All): what is submitted is what is saved on disk, not unsaved changes in an "
+                "open notebook.",
+        "assignment": "Assignment", "due": "due", "review": "Review…",
+        "confirm_question": "Submit “{assignment}” as {student}? These notebooks, as saved "
+                            "now, will be sent:",
+        "confirm": "Submit now", "cancel": "Cancel",
+        "submitted": "submitted “{assignment}”: {names}",
+        "not_submitted": "not submitted: {error}",
+        "expired": "this confirmation has expired or was already used: review again",
+        "unknown": "no such assignment is open to you",
+        "earlier": "Your earlier submissions", "none": "None yet.",
+        "time": "Time", "notebooks": "Notebooks", "count": "{count} submission(s)",
+        "none_open": "No assignment is open now.",
+    },
+    "zh-Hans": {
+        "title": "提交作业", "student": "学生",
+        "save": "请先保存笔记本（在 JupyterLab 中：课程 › Save All，或 File › Save All）："
+                "提交的是磁盘上已保存的内容，打开的笔记本中未保存的修改不会被提交。",
+        "assignment": "作业", "due": "截止", "review": "检查…",
+        "confirm_question": "以 {student} 的身份提交“{assignment}”？将发送下列笔记本（按现在保存的内容）：",
+        "confirm": "立即提交", "cancel": "取消",
+        "submitted": "已提交“{assignment}”：{names}",
+        "not_submitted": "未提交：{error}",
+        "expired": "此确认已过期或已使用：请重新检查",
+        "unknown": "没有对你开放的这项作业",
+        "earlier": "你以前的提交", "none": "还没有提交。",
+        "time": "时间", "notebooks": "笔记本", "count": "{count} 次提交",
+        "none_open": "现在没有开放的作业。",
+    },
+    "zh-Hant": {
+        "title": "提交作業", "student": "學生",
+        "save": "請先儲存筆記本（在 JupyterLab 中：課程 › Save All，或 File › Save All）："
+                "提交的是磁碟上已儲存的內容，開啟的筆記本中未儲存的修改不會被提交。",
+        "assignment": "作業", "due": "截止", "review": "檢查…",
+        "confirm_question": "以 {student} 的身分提交「{assignment}」？將送出下列筆記本（按現在儲存的內容）：",
+        "confirm": "立即提交", "cancel": "取消",
+        "submitted": "已提交「{assignment}」：{names}",
+        "not_submitted": "未提交：{error}",
+        "expired": "此確認已過期或已使用：請重新檢查",
+        "unknown": "沒有對你開放的這項作業",
+        "earlier": "你以前的提交", "none": "還沒有提交。",
+        "time": "時間", "notebooks": "筆記本", "count": "{count} 次提交",
+        "none_open": "現在沒有開放的作業。",
+    },
+}
+HTML_LANG = {"en": "en", "zh-Hans": "zh-CN", "zh-Hant": "zh-TW"}
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em}"
+         ".save{background:#fff4ce;border-left:4px solid #e0a800;padding:.6em}"
+         "table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.3em .8em;"
+         "text-align:left}button{font-size:1em;padding:.3em 1em}#message{font-weight:bold}")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What a student may submit as one piece: its notebooks (stems: ``01_self_attention``),
+    and its deadline (aware; None: none)."""
+
+    name: str
+    notebooks: tuple[str, ...]
+    deadline: datetime | None = None
+
+
+def open_assignments(hub_dir: Path) -> list[Assignment]:
+    """What the page offers: the assignments the instructor released (``hub release``,
+    :mod:`.assignments`), by deadline; before any release, each course notebook is one."""
+    from course_tools.classroom import assignments
+
+    released = assignments.list_assignments(hub_dir)
+    if released:
+        return [Assignment(a.name, tuple(a.notebooks), a.deadline) for a in released]
+    from lectures_lib.course import course_files
+
+    return [Assignment(path.stem, (path.stem,))
+            for path in sorted((course_files() / "notebooks").glob("*.ipynb"))]
+
+
+def earlier_submissions(hub_dir: Path, username: str) -> list[tuple[str, list[str]]]:
+    """The student's submissions in the exchange, newest first: (time as text, notebook names)."""
+    found = []
+    for run in sorted((Path(hub_dir) / "exchange" / username).glob("*T*"), reverse=True):
+        try:
+            when = datetime.strptime(run.name.split("-", 1)[0], "%Y%m%dT%H%M%S")
+        except ValueError:
+            continue
+        if run.is_dir():
+            found.append((when.strftime("%Y-%m-%d %H:%M:%S"),
+                          sorted(p.name for p in run.glob("*.ipynb"))))
+    return found
+
+
+def _page(language: str, body: str) -> str:
+    text = TEXT[language]
+    return (f"<!DOCTYPE html><html lang='{HTML_LANG[language]}'><head><meta charset='utf-8'>"
+            f"<title>{escape(text['title'])}</title><style>{STYLE}</style></head><body>"
+            f"{body}</body></html>")
+
+
+def _history(language: str, runs: list[tuple[str, list[str]]]) -> str:
+    text = TEXT[language]
+    rows = "".join(f"<tr><td>{escape(when)}</td><td>{escape(', '.join(names))}</td></tr>"
+                   for when, names in runs)
+    table = (f"<table id='earlier'><tr><th>{escape(text['time'])}</th>"
+             f"<th>{escape(text['notebooks'])}</th></tr>{rows}</table>" if runs
+             else f"<p id='earlier'>{escape(text['none'])}</p>")
+    return (f"<h2>{escape(text['earlier'])}</h2><p id='count'>"
+            f"{escape(text['count'].format(count=len(runs)))}</p>{table}")
+
+
+def choose_page(language: str, student: str, assignments: list[Assignment],
+                runs: list[tuple[str, list[str]]], xsrf_form: str, message: str = "") -> str:
+    """The first step: the message of the last action, the assignments, earlier submissions."""
+    text = TEXT[language]
+    options = "".join(
+        f"<label><input type='radio' name='assignment' value='{escape(a.name)}'"
+        f"{' checked' if i == 0 else ''}> {escape(a.name)}"
+        + (f" ({escape(text['due'])} {a.deadline.astimezone():%Y-%m-%d %H:%M %z})"
+           if a.deadline else "")
+        + f" <small>{escape(', '.join(a.notebooks))}</small></label><br>"
+        for i, a in enumerate(assignments))
+    form = (f"<form method='post' action='review'>{xsrf_form}<fieldset><legend>"
+            f"{escape(text['assignment'])}</legend>{options}</fieldset><p><button id='submit' "
+            f"type='submit'>{escape(text['review'])}</button></p></form>" if assignments
+            else f"<p>{escape(text['none_open'])}</p>")
+    return _page(language, (
+        f"<h1>{escape(text['title'])}</h1><p>{escape(text['student'])}: <b id='student'>"
+        f"{escape(student)}</b></p><p id='message'>{escape(message)}</p>"
+        f"<p class='save' id='save'>{escape(text['save'])}</p>{form}{_history(language, runs)}"))
+
+
+def confirm_page(language: str, student: str, assignment: Assignment, token: str,
+                 xsrf_form: str) -> str:
+    """The second step: what will be sent, as whom; the form carries the one-time token."""
+    text = TEXT[language]
+    names = "".join(f"<li>{escape(stem)}.ipynb</li>" for stem in assignment.notebooks)
+    return _page(language, (
+        f"<h1>{escape(text['title'])}</h1><p class='save' id='save'>{escape(text['save'])}</p>"
+        f"<p id='question'>{escape(text['confirm_question'].format(assignment=assignment.name, student=student))}"
+        f"</p><ul id='notebooks'>{names}</ul><form method='post' action='confirm'>{xsrf_form}"
+        f"<input type='hidden' name='token' value='{escape(token)}'><button id='confirm' "
+        f"type='submit'>{escape(text['confirm'])}</button> <a id='cancel' href='./'>"
+        f"{escape(text['cancel'])}</a></form>"))
