@@ -199,11 +199,29 @@ def _log_in_and_write(browser, url: str, name: str, password: str, language: str
     return context, page
 
 
-def _submit(page, url: str) -> None:
-    """The course-submit service's page (Services > course-submit in the hub)."""
-    page.goto(f"{url}/services/course-submit/")
-    page.click("#submit")
-    sync_api.expect(page.locator("#message")).to_contain_text("submitted", timeout=60_000)
+# the Course menu of the students' JupyterLab and its submit item, in each language
+MENU = {"en": ("Course", "Submit an assignment…"), "zh-CN": ("课程", "提交作业…"),
+        "zh-TW": ("課程", "提交作業…")}
+
+
+def _submit(context, page, language: str) -> None:
+    """From JupyterLab: Course > Save All, then Course > Submit an assignment… (the submit
+    page, in a new tab, in the student's language): choose ps1, submit, confirm."""
+    menu, item = MENU[language]
+    page.locator(".lm-MenuBar-itemLabel", has_text=menu).click()
+    page.locator(".lm-Menu-itemLabel", has_text="Save All").click()
+    page.locator(".lm-MenuBar-itemLabel", has_text=menu).click()
+    with context.expect_page() as opened:
+        page.locator(".lm-Menu-itemLabel", has_text=item).click()
+    submit = opened.value
+    submit.wait_for_load_state()
+    submit.check(f"input[value='{ASSIGNMENT}']")
+    submit.click("#submit")
+    sync_api.expect(submit.locator("#notebooks")).to_have_text(NOTEBOOK)
+    submit.click("#confirm")
+    sync_api.expect(submit.locator("#message")).to_contain_text(ASSIGNMENT, timeout=60_000)
+    sync_api.expect(submit.locator("#message")).to_contain_text(NOTEBOOK)
+    submit.close()
 
 
 def _saved_answer(name: str, language: str) -> str:
@@ -267,20 +285,20 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
             context, page = _log_in_and_write(browser, url, ON_TIME, passwords[ON_TIME],
                                               STUDENTS[ON_TIME], WRONG)
             contexts.append(context)
-            _submit(page, url)
+            _submit(context, page, STUDENTS[ON_TIME])
         assert datetime.datetime.now().astimezone() < deadline, (
             f"the on-time student's steps took longer than the {DEADLINE_S} s to the deadline")
         with _Clock("late student: login, answer, save"):
-            context, late_page = _log_in_and_write(browser, url, LATE, passwords[LATE],
-                                                   STUDENTS[LATE], _solution())
-            contexts.append(context)
+            late_context, late_page = _log_in_and_write(browser, url, LATE, passwords[LATE],
+                                                        STUDENTS[LATE], _solution())
+            contexts.append(late_context)
         with _Clock("third student: login only"):
             contexts.append(_log_in_and_write(browser, url, MISSING, passwords[MISSING],
                                               STUDENTS[MISSING], None)[0])
         while datetime.datetime.now().astimezone() <= deadline:
             time.sleep(1)
         with _Clock("late student: submit"):
-            _submit(late_page, url)
+            _submit(late_context, late_page, STUDENTS[LATE])
         assert "return v, None" in _saved_answer(ON_TIME, STUDENTS[ON_TIME])
         assert "raise NotImplementedError" not in _saved_answer(LATE, STUDENTS[LATE])
 
@@ -313,6 +331,21 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
         with _Clock("grade on a 2-worker Dask cluster over TLS"):
             cluster = _grade_on_cluster(folder, venv, env, handed_in)
         assert cluster == local, (cluster, local)
+
+        # feedback into each submitter's own folder, in their language; none for the missing
+        with _Clock("feedback"):
+            course("hub", "feedback", "hub", ASSIGNMENT, "--reports", "reports.jsonl")
+        for name, (title, late_words) in {ON_TIME: (f"# Feedback: {ASSIGNMENT}", None),
+                                          LATE: (f"# 反馈：{ASSIGNMENT}", "迟交")}.items():
+            user = pwd.getpwnam(name)
+            path = Path(user.pw_dir) / "course" / "feedback" / ASSIGNMENT / "feedback.md"
+            assert path.stat().st_uid == user.pw_uid and path.stat().st_mode & 0o077 == 0
+            text = path.read_text(encoding="utf-8")
+            assert text.startswith(title) and "01_self_attention-ex1" in text, text
+            score, top = local[name]
+            assert f"| {score:g} / {top:g} |" in text, text  # the exercise's points
+            assert (late_words in text) if late_words else ("(late by" not in text), text
+        assert not (Path(pwd.getpwnam(MISSING).pw_dir) / "course" / "feedback").exists()
 
         # the gradebook: every student of the class, the late policy applied
         with _Clock("gradebook"):
