@@ -217,7 +217,7 @@ def _submit(context, page, language: str) -> None:
     submit.wait_for_load_state()
     submit.check(f"input[value='{ASSIGNMENT}']")
     submit.click("#submit")
-    sync_api.expect(submit.locator("#notebooks")).to_have_text(NOTEBOOK)
+    sync_api.expect(submit.locator("#notebooks")).to_have_text(f"{NOTEBOOK}.ipynb")
     submit.click("#confirm")
     sync_api.expect(submit.locator("#message")).to_contain_text(ASSIGNMENT, timeout=60_000)
     sync_api.expect(submit.locator("#message")).to_contain_text(NOTEBOOK)
