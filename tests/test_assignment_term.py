@@ -218,13 +218,15 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
             assert {k: per_notebook[name][k] for k in ("raw_score", "max_score")} == \
                 {k: exported[name][k] for k in ("raw_score", "max_score")}
 
-        # 8. a written answer graded by hand (what formgrader stores), then nbgrader's feedback
+        # 8. a written answer graded by hand (what formgrader's API handlers store: its grade
+        # and comment), then nbgrader's feedback
         from nbgrader.api import Gradebook
 
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
             grade = book.find_grade(f"{NOTEBOOK}-ex2-answer", NOTEBOOK, "ps1", BOB)
             assert grade.needs_manual_grade  # written answers wait for a human
-            grade.manual_score = 1.5
+            grade.manual_score = 1.5  # what formgrader's grade handler stores
+            grade.needs_manual_grade = False
             comment = book.find_comment(f"{NOTEBOOK}-ex2-answer", NOTEBOOK, "ps1", BOB)
             comment.manual_comment = "Right direction; say why."
             book.db.commit()

@@ -298,6 +298,14 @@ def release(hub_dir: Path, name: str, notebooks: list[str] | None = None, *,
         check_name(name), chosen, deadline or old.deadline,
         late_policy or (old.late_policy if old else LatePolicy()),
         (*previous, Release(version, stamp, prints)) if changed else previous)
+    import pwd
+
+    for student in students or classes:  # every account first: a missing one writes nothing
+        try:
+            pwd.getpwnam(student)
+        except KeyError:
+            raise ValueError(f"student {student!r} has no Unix account: run the hub with "
+                             "--create-users first") from None
     save(hub_dir, assignment)
     done = {}
     for student in sorted(students or classes):
@@ -313,7 +321,11 @@ def _place_as(student: str, language: str, assignment: Assignment,
 
     from course_tools.classroom.roster import STUDENT_FOLDERS
 
-    home = Path(pwd.getpwnam(student).pw_dir)
+    try:
+        home = Path(pwd.getpwnam(student).pw_dir)
+    except KeyError:
+        raise RuntimeError(f"student {student!r} has no Unix account: run the hub with "
+                           "--create-users first") from None
     order = {
         "folder": str(home / "course" / STUDENT_FOLDERS[language]),
         "version": assignment.version, "notebooks": notebooks,
@@ -352,7 +364,7 @@ def pick_submitted(assignment: Assignment, language: str, files: list[Path]
             try:
                 if fingerprint(json.loads(path.read_text(encoding="utf-8"))) not in released:
                     edited.append(path)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 edited.append(path)  # unreadable: the grader reports it as such
         if candidates:
             chosen[stem] = edited[0] if edited else candidates[0][1]

@@ -62,8 +62,7 @@ def hand_grades(course_dir: Path, assignment: str, student: str, notebook: str
             return found
         for grade in submitted.grades:
             match = _EXERCISE.fullmatch(grade.name)
-            if (match and "-answer" in grade.name and grade.manual_score is not None
-                    and not grade.needs_manual_grade):
+            if match and "-answer" in grade.name and grade.manual_score is not None:
                 points, comment = found.get(match["exercise"], (0.0, ""))
                 found[match["exercise"]] = ((points or 0.0) + grade.manual_score, comment)
         for comment in submitted.comments:

@@ -149,7 +149,7 @@ def _release_main(argv: list[str]) -> int:
             policy = LatePolicy(args.late_per_day or 0.0, args.late_zero_after)
         done = release(args.hub_dir, args.name, args.notebooks or None, deadline=deadline,
                        late_policy=policy, students=args.student)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, RuntimeError) as error:
         parser.error(str(error))
     assignment = load(args.hub_dir, args.name)
     print(f"{assignment.name} version {assignment.version}: "

@@ -211,11 +211,12 @@ def _zygote(options: dict, course: Path):
 
 
 def grade_task(path: str, data: bytes | None, unread: str, options: dict, course: str,
-               expected: dict) -> dict:
+               expected: dict, language: str = "") -> dict:
     """One submission's report, on a worker (a Dask task: pure, it may run twice).
 
     ``data``: the submission's bytes, or None and ``unread`` the reason the client could not
-    read them (the report says it, as the local grader's does)."""
+    read them (the report says it, as the local grader's does); ``language``: the
+    ``language.txt`` beside it (``hub collect``), the checkers' messages in it."""
     folder = _check_worker(expected, course, options)
     if data is None:
         from course_tools.grading._verdict import _verdict
@@ -226,6 +227,8 @@ def grade_task(path: str, data: bytes | None, unread: str, options: dict, course
     try:
         copy = Path(private) / Path(path).name
         copy.write_bytes(data)
+        if language:
+            (Path(private) / "language.txt").write_text(language[:20], encoding="utf-8")
         report = _zygote(options, folder).grade(copy)
     finally:
         shutil.rmtree(private, ignore_errors=True)
@@ -278,8 +281,11 @@ def grade_on_cluster(paths: list[Path], scheduler: str, *, timeout: float, cours
                 data, unread = None, unreadable(problem)
             key = _task_key(path, data, unread)
             if key not in futures:
+                beside = Path(path).parent / "language.txt"  # hub collect's, if there
+                language = beside.read_text(encoding="utf-8", errors="replace")[:20].strip() \
+                    if beside.is_file() else ""
                 future = client.submit(grade_task, str(path), data, unread, options,
-                                       str(course), expected, key=key, pure=False,
+                                       str(course), expected, language, key=key, pure=False,
                                        retries=RETRIES)
                 futures[key] = (future, [])
             futures[key][1].append(index)

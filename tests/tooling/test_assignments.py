@@ -242,3 +242,21 @@ def test_the_hubs_release_is_nbgraders_release_in_every_language(tmp_path):
                     hidden += 1  # nbgrader's own checksum differs: the hidden tests
                     assert stored.checksum != cell.metadata.nbgrader["checksum"]
     assert hidden > 0
+
+
+def test_a_release_to_a_student_without_an_account_writes_nothing(tmp_path):
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "class.json").write_text(json.dumps([{"username": "nosuchuser41x",
+                                                 "language": "en"}]))
+    with pytest.raises(ValueError, match="'nosuchuser41x' has no Unix account"):
+        A.release(hub, "ps1", ["01_self_attention"], deadline=datetime(2026, 12, 12, 23, 59))
+    assert A.list_assignments(hub) == []
+    with pytest.raises(ValueError, match="first release needs its notebooks and its deadline"):
+        A.release(hub, "ps1")
+    with pytest.raises(ValueError, match="students must be in the class list"):
+        A.release(hub, "ps1", ["01_self_attention"], deadline=DEADLINE_FOR_TESTS,
+                  students=["someone"])
+
+
+DEADLINE_FOR_TESTS = datetime(2026, 12, 12, 23, 59, tzinfo=TAIPEI)

@@ -74,3 +74,38 @@ def test_reports_are_read_by_their_collected_layout_only(tmp_path):
     lines.write_text(json.dumps(report | {"submission": str(tmp_path / "bob_01.ipynb")}))
     with pytest.raises(ValueError, match="layout"):
         G.read_reports(lines, "ps1")
+
+
+def test_feedback_speaks_the_students_language_and_is_written_private(tmp_path):
+    from course_tools.classroom.feedback import feedback_text, write_private
+
+    assignment = A.Assignment("ps1", ("01_self_attention",), DEADLINE, A.LatePolicy(0.5))
+    report = {"submission": "submitted/bob/ps1/01_self_attention.ipynb",
+              "notebook": "01_self_attention.ipynb", "score": 0.0, "error": "",
+              "exercises": [
+                  {"id": "01_self_attention-ex1", "title": "additive | attention", "points": 0.0,
+                   "max_points": 4.0, "manual": False,
+                   "message": "[FAILED] additive_attention: 未通过。函数还没有实现"},
+                  {"id": "01_self_attention-ex2", "title": "temperature", "points": 0.0,
+                   "max_points": 2.0, "manual": True, "message": "graded by hand"}]}
+    text = feedback_text(assignment, "zh-Hans", [report], DEADLINE + timedelta(hours=2),
+                         {"01_self_attention-ex2": (1.5, "Right direction")})
+    assert text.startswith("# 反馈：ps1")
+    assert "0 / 4 | [FAILED] additive_attention: 未通过。函数还没有实现" in text
+    assert "additive \\| attention" in text  # a title cannot break the table
+    assert "1.5 / 2 | 人工评分" in text and "评语: Right direction" in text
+    assert "迟交扣分 0.75 之前为 1.5" in text  # one started day late: half of 1.5
+    pending = feedback_text(assignment, "en", [report], DEADLINE, {})
+    assert "not graded yet / 2" in pending and "late by" not in pending
+    folder = tmp_path / "course" / "feedback" / "ps1"
+    (tmp_path / "elsewhere").write_text("keep")
+    folder.mkdir(parents=True)
+    (folder / "feedback.md").symlink_to(tmp_path / "elsewhere")  # planted: replaced, not followed
+    assert write_private({"folder": str(folder), "files": {"feedback.md": text}}) == [
+        "feedback.md"]
+    assert (tmp_path / "elsewhere").read_text() == "keep"
+    assert (folder / "feedback.md").read_text() == text
+    assert (folder / "feedback.md").stat().st_mode & 0o777 == 0o600
+    assert folder.stat().st_mode & 0o777 == 0o700 and folder.parent.stat().st_mode & 0o777 == 0o700
+    with pytest.raises(ValueError, match="plain"):
+        write_private({"folder": str(folder), "files": {"../x.md": "no"}})

@@ -193,6 +193,22 @@ def test_a_worker_killed_mid_batch_loses_nothing(cluster, tmp_path):
     assert all(Path(r["submission"]).parent == folder for r in cluster_reports.values())
 
 
+def test_the_workers_speak_the_language_hub_collect_wrote_beside_a_submission(cluster, tmp_path):
+    """``language.txt`` (``hub collect``'s, from the class list) travels with the submission: the
+    worker's checkers explain the mistake in the student's language, as the local grader's do."""
+    folder = tmp_path / "submitted" / "chen" / "ps1"
+    folder.mkdir(parents=True)
+    nbformat.write(_submission("empty"), folder / f"{NAME}.ipynb")
+    (folder / "language.txt").write_text("zh-Hant")
+    run = _grade([str(folder), "--scheduler", cluster[0], *_tls(cluster), "--quiet"],
+                 tmp_path / "zh.jsonl", tmp_path)
+    _, err = run.communicate(timeout=600)
+    assert run.returncode == 0, err[-3000:]
+    (report,) = _reports(tmp_path / "zh.jsonl").values()
+    tested = [row for row in report["exercises"] if not row["manual"]]
+    assert tested and all("未通過" in row["message"] for row in tested), tested
+
+
 def test_a_worker_with_another_secret_stops_the_batch_before_any_gradebook(cluster, tmp_path):
     address, _, _ = cluster
     folder = tmp_path / "submissions"
