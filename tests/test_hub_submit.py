@@ -109,6 +109,12 @@ def test_a_classmates_page_cannot_submit_for_a_student(browser, hub):
         page.goto(submit)  # alice has used the page: her browser is logged in to the service
         sync_api.expect(page.locator("#student")).to_have_text(alice)
         assert _runs(hub_dir, alice) == []
+        cookies = victim.cookies(submit)
+        assert cookies and all(c["sameSite"] in ("Lax", "Strict") for c in cookies), cookies
+        for address in (submit, submit + "no-such-page"):  # every response refuses framing
+            headers = page.goto(address).headers  # (the browser resolves *.localhost)
+            assert "frame-ancestors 'none'" in headers["content-security-policy"], headers
+            assert headers["x-frame-options"] == "DENY", headers
         # a page of bob's server's origin (the browser's router stands in for his server,
         # which the hub serves to no classmate; any page of that origin has this power)
         origin = "{0.scheme}://{0.netloc}".format(urlsplit(bob_page.url))

@@ -307,12 +307,16 @@ def serve_submit(hub_dir: Path, submissions: int = SUBMISSIONS_PER_STUDENT,
     class Callback(HubOAuthCallbackHandler, Guarded):
         pass
 
+    class NotFound(Guarded):  # any other address: 404, with the headers of every response
+        def prepare(self):
+            raise web.HTTPError(404)
+
     app = web.Application([
         (prefix, Choose),
         (url_path_join(prefix, "review"), Review),
         (url_path_join(prefix, "confirm"), Confirm),
         (url_path_join(prefix, "oauth_callback"), Callback),
-    ], cookie_secret=secrets.token_bytes(32), xsrf_cookies=True,
+    ], default_handler_class=NotFound, cookie_secret=secrets.token_bytes(32), xsrf_cookies=True,
         xsrf_cookie_kwargs={"samesite": "Strict", "httponly": True})
     url = os.environ["JUPYTERHUB_SERVICE_URL"].rsplit(":", 1)
     app.listen(int(url[1].strip("/")), address="127.0.0.1")

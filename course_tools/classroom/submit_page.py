@@ -35,6 +35,7 @@ TEXT = {
         "confirm_question": "Submit “{assignment}” as {student}? These notebooks, as saved "
                             "now, will be sent:",
         "confirm": "Submit now", "cancel": "Cancel",
+        "late": "The deadline ({deadline}) has passed: this submission will be late.",
         "submitted": "submitted “{assignment}”: {names}",
         "not_submitted": "not submitted: {error}",
         "expired": "this confirmation has expired or was already used: review again",
@@ -50,6 +51,7 @@ TEXT = {
         "assignment": "作业", "due": "截止", "review": "检查…",
         "confirm_question": "以 {student} 的身份提交“{assignment}”？将发送下列笔记本（按现在保存的内容）：",
         "confirm": "立即提交", "cancel": "取消",
+        "late": "截止时间（{deadline}）已过：这次提交将算作迟交。",
         "submitted": "已提交“{assignment}”：{names}",
         "not_submitted": "未提交：{error}",
         "expired": "此确认已过期或已使用：请重新检查",
@@ -65,6 +67,7 @@ TEXT = {
         "assignment": "作業", "due": "截止", "review": "檢查…",
         "confirm_question": "以 {student} 的身分提交「{assignment}」？將送出下列筆記本（按現在儲存的內容）：",
         "confirm": "立即提交", "cancel": "取消",
+        "late": "截止時間（{deadline}）已過：這次提交將算作遲交。",
         "submitted": "已提交「{assignment}」：{names}",
         "not_submitted": "未提交：{error}",
         "expired": "此確認已過期或已使用：請重新檢查",
@@ -119,6 +122,11 @@ def earlier_submissions(hub_dir: Path, username: str) -> list[tuple[str, list[st
     return found
 
 
+def _when(deadline: datetime) -> str:
+    """A deadline in the hub's time zone, the offset shown."""
+    return f"{deadline.astimezone():%Y-%m-%d %H:%M %z}"
+
+
 def _page(language: str, body: str) -> str:
     text = TEXT[language]
     return (f"<!DOCTYPE html><html lang='{HTML_LANG[language]}'><head><meta charset='utf-8'>"
@@ -144,8 +152,7 @@ def choose_page(language: str, student: str, assignments: list[Assignment],
     options = "".join(
         f"<label><input type='radio' name='assignment' value='{escape(a.name)}'"
         f"{' checked' if i == 0 else ''}> {escape(a.name)}"
-        + (f" ({escape(text['due'])} {a.deadline.astimezone():%Y-%m-%d %H:%M %z})"
-           if a.deadline else "")
+        + (f" ({escape(text['due'])} {escape(_when(a.deadline))})" if a.deadline else "")
         + f" <small>{escape(', '.join(a.notebooks))}</small></label><br>"
         for i, a in enumerate(assignments))
     form = (f"<form method='post' action='review'>{xsrf_form}<fieldset><legend>"
@@ -159,14 +166,19 @@ def choose_page(language: str, student: str, assignments: list[Assignment],
 
 
 def confirm_page(language: str, student: str, assignment: Assignment, token: str,
-                 xsrf_form: str) -> str:
-    """The second step: what will be sent, as whom; the form carries the one-time token."""
+                 xsrf_form: str, now: datetime | None = None) -> str:
+    """The second step: what will be sent, as whom (and whether it is late); the form carries
+    the one-time token."""
     text = TEXT[language]
     names = "".join(f"<li>{escape(stem)}.ipynb</li>" for stem in assignment.notebooks)
+    deadline = assignment.deadline
+    now = (now or datetime.now()).astimezone()
+    late = (f"<p class='save' id='late'>{escape(text['late'].format(deadline=_when(deadline)))}"
+            "</p>" if deadline is not None and now > deadline.astimezone() else "")
     return _page(language, (
         f"<h1>{escape(text['title'])}</h1><p class='save' id='save'>{escape(text['save'])}</p>"
         f"<p id='question'>{escape(text['confirm_question'].format(assignment=assignment.name, student=student))}"
-        f"</p><ul id='notebooks'>{names}</ul><form method='post' action='confirm'>{xsrf_form}"
+        f"</p><ul id='notebooks'>{names}</ul>{late}<form method='post' action='confirm'>{xsrf_form}"
         f"<input type='hidden' name='token' value='{escape(token)}'><button id='confirm' "
         f"type='submit'>{escape(text['confirm'])}</button> <a id='cancel' href='./'>"
         f"{escape(text['cancel'])}</a></form>"))

@@ -166,3 +166,18 @@ def test_the_hub_refuses_a_subdomain_host_that_is_not_a_url(capsys):
         main(["class.csv", "--subdomain-host", "hub.example.edu"])
     assert "--subdomain-host must be http(s)://HOST[:PORT], got 'hub.example.edu'" in \
         capsys.readouterr().err
+
+
+def test_the_confirmation_says_when_a_submission_will_be_late():
+    from datetime import timedelta, timezone
+
+    deadline = datetime(2026, 12, 12, 23, 59, tzinfo=timezone.utc)
+    ps1 = Assignment("ps1", ("01_self_attention",), deadline)
+    for language in submit_page.TEXT:
+        before = submit_page.confirm_page(language, "a", ps1, "t", "", now=deadline)
+        after = submit_page.confirm_page(language, "a", ps1, "t", "",
+                                         now=deadline + timedelta(minutes=1))
+        assert "id='late'" not in before and "id='late'" in after, language
+        assert submit_page._when(deadline) in after
+    no_deadline = Assignment("01_self_attention", ("01_self_attention",))
+    assert "id='late'" not in submit_page.confirm_page("en", "a", no_deadline, "t", "")
