@@ -6,13 +6,17 @@ of the system's Python in a folder outside the repository (pip's cache and its c
 folders make this minutes, not a download); every command then runs that environment's
 ``python -m course_tools`` from that folder, with nothing of the clone on ``sys.path`` (checked).
 Then the README's sequence: a hub for three students in three languages (en, zh-CN, zh-TW) and an
-instructor; two students log in with Chromium, write their answer to notebook 01's first
-exercise in JupyterLab (one right, one wrong), save and submit, the second after the deadline;
+instructor; ``hub release`` of assignment ps1 (notebook 01) with a deadline and a late policy;
+two students log in with Chromium, write their answer to notebook 01's first exercise in
+JupyterLab (one wrong, one right), save and submit from JupyterLab's Course menu, the second
+after the deadline;
 the third does not submit; ``hub collect`` names the missing and the late; ``grade`` grades only
 that notebook locally and then on a two-worker Dask cluster over mutual TLS (``grading-tls``),
-with the same scores; the gradebook CSV has one row per submitter; ``hub remove-class`` ends
+with the same scores; ``hub feedback`` writes into each submitter's folder; the gradebook CSV
+has one row per student, the late policy applied; ``hub remove-class`` ends
 the term. Skips, naming what is missing: root, the system's Python, the hub's proxy,
-bubblewrap, Chromium.
+bubblewrap, Chromium. About 12 minutes on 2 shared cores (the install about 3, removing the
+environment 2); each step's seconds are printed at the end.
 """
 
 from __future__ import annotations
