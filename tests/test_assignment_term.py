@@ -1,8 +1,8 @@
 """An assignment through its lifecycle with real Unix students and the real nbgrader (issue 41):
 release → edit → re-release a corrected notebook → submit (one late, one not at all) → collect
-→ grade (the course grader, in its sandbox; nbgrader in the sandboxed kernel) → grade written
-answers by hand (nbgrader's formgrader's gradebook) → feedback into each submitter's folder →
-one gradebook CSV, the same from both graders.
+→ grade (the course grader, in its sandbox; nbgrader in the sandboxed kernel) → grade a written
+answer by hand in nbgrader's formgrader (its server and HTTP API) → feedback into each
+submitter's folder → one gradebook CSV, the same from both graders.
 
 Three students (en, zh-CN, zh-TW) are made by ``hub --create-users --config-only`` and removed
 by ``hub remove-class --remove-homes``. No hub runs: what a student does in JupyterLab is done as
@@ -107,6 +107,60 @@ def _answered(released: Path) -> str:
 
 def _csv(text: str) -> dict[str, dict]:
     return {row["student_id"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def _grade_by_hand(course: Path, env: dict, student: str, grade_name: str, points: float,
+                   comment: str) -> None:
+    """What an instructor does in formgrader: its page (a Jupyter server with nbgrader's
+    formgrader extension, in the course folder) lists the written answer as waiting for a
+    human, renders the submission, and stores the points and the comment through its API."""
+    import signal
+    import socket
+
+    requests = pytest.importorskip("requests")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = os.urandom(16).hex()
+    log = (course / "formgrader.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", f"--ServerApp.token={token}",
+         f"--port={port}", "--ServerApp.ip=127.0.0.1", "--allow-root", "--no-browser"],
+        cwd=course, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url, session = f"http://127.0.0.1:{port}/formgrader", requests.Session()
+    session.headers["Authorization"] = f"token {token}"
+    try:
+        for _ in range(120):
+            try:
+                listed = session.get(f"{url}/api/submitted_notebooks/ps1/{NOTEBOOK}", timeout=5)
+                if listed.status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert server.poll() is None, (course / "formgrader.log").read_text()[-3000:]
+            time.sleep(0.5)
+        mine = next(s for s in listed.json() if s["student"] == student)
+        page = session.get(f"{url}/submissions/{mine['id']}/", timeout=30)
+        assert page.status_code == 200 and grade_name in page.text  # the answer, to grade
+        grades = session.get(f"{url}/api/grades", params={"submission_id": mine["id"]},
+                             timeout=30).json()
+        grade = next(g for g in grades if g["name"] == grade_name)
+        assert grade["needs_manual_grade"] and grade["manual_score"] is None
+        session.get(f"{url}/", timeout=30)  # the page's _xsrf cookie, as a browser gets it
+        session.headers["X-XSRFToken"] = session.cookies["_xsrf"]
+        stored = session.put(f"{url}/api/grade/{grade['id']}", json={"manual_score": points},
+                             timeout=30)
+        assert stored.status_code == 200 and stored.json()["manual_score"] == points
+        comments = session.get(f"{url}/api/comments", params={"submission_id": mine["id"]},
+                               timeout=30).json()
+        note = next(c for c in comments if c["name"] == grade_name)
+        stored = session.put(f"{url}/api/comment/{note['id']}",
+                             json={"manual_comment": comment}, timeout=30)
+        assert stored.status_code == 200, stored.text[:500]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+        log.close()
 
 
 def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_graders():
@@ -218,18 +272,10 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
             assert {k: per_notebook[name][k] for k in ("raw_score", "max_score")} == \
                 {k: exported[name][k] for k in ("raw_score", "max_score")}
 
-        # 8. a written answer graded by hand (what formgrader's API handlers store: its grade
-        # and comment), then nbgrader's feedback
-        from nbgrader.api import Gradebook
-
-        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
-            grade = book.find_grade(f"{NOTEBOOK}-ex2-answer", NOTEBOOK, "ps1", BOB)
-            assert grade.needs_manual_grade  # written answers wait for a human
-            grade.manual_score = 1.5  # what formgrader's grade handler stores
-            grade.needs_manual_grade = False
-            comment = book.find_comment(f"{NOTEBOOK}-ex2-answer", NOTEBOOK, "ps1", BOB)
-            comment.manual_comment = "Right direction; say why."
-            book.db.commit()
+        # 8. a written answer graded by hand in nbgrader's formgrader (its own server and API,
+        # what its page sends), then nbgrader's feedback
+        _grade_by_hand(course, env, BOB, f"{NOTEBOOK}-ex2-answer", 1.5,
+                       "Right direction; say why.")
         _run(Path(sys.executable), "-m", "nbgrader", "generate_feedback", "ps1", cwd=course,
              env=env)
         rows = _csv(_run(python, *gradebook, "--nbgrader", str(course), cwd=folder))
