@@ -206,12 +206,12 @@ def test_a_second_notebook_for_one_assignment_gets_its_own_row_and_loses_no_othe
                    and row["score"] == ""]
     assert copy_row["student_id"] == "alice" and copy_row["assignment"] == NAME
     (own,) = [row for row in rows[:2] if row is not copy_row]
-    assert own["score"] == "0" and "cannot read the submission" in own["note"], own
+    assert own["score"] == "0.0" and "cannot read the submission" in own["note"], own
     assert alice.name in copy_row["note"]
     assert "handed in 2 notebooks" in copy_row["note"] and "is graded" in copy_row["note"]
     # bob's file given twice: graded once
     assert rows[-1]["score"] == "" and "given twice" in rows[-1]["note"], rows[-1]
-    assert rows[2]["score"] == "0" and rows[2]["student_id"] == "bob"
+    assert rows[2]["score"] == "0.0" and rows[2]["student_id"] == "bob"
     # carol's notebook names no assignment: a row of its own with the reason
     assert rows[3]["assignment"] == "" and "no course notebook matches" in rows[3]["note"]
     # dave's two copies of 01: neither graded, each row saying so, naming the other
