@@ -6,7 +6,7 @@ student's answer differs from the reference, the engine first rules out NaN and 
 (dropout left on), then recomputes every wrong version on that probe and names the mistake whose
 answer matches. Used by the exercises of sections 01-05 (``additive``, ``padding``,
 ``relative``, ``norms``, ``decoder``); its tolerance table (:data:`TOLERANCES`) and comparison
-(:func:`agree`, :func:`close`) are every checker's (``attention``, ``multi_head``,
+(:func:`agree`, :func:`close`) are every checker's (``attention``, ``multi_head``, ``positional``,
 ``transformer``, ``windows``).
 """
 

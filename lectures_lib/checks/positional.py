@@ -19,7 +19,7 @@ answer on an even probe is wrong, the checker recomputes what each classic mista
 exponent, positions from 1) and names the one that matches; otherwise it tests whether each
 feature pair is still a sinusoid with a wrong frequency; otherwise it reports the first wrong
 entry. When every even probe passes but an odd one fails, the mistake is ``odd_d_model``.
-``tests/test_checks_positional.py`` asserts that the catalogue's predictions are pairwise far
+``tests/checks/test_positional.py`` asserts that the catalogue's predictions are pairwise far
 apart on the diagnostic probes.
 
 Mistake codes (``result.mistake``) are listed in :data:`MISTAKE_CODES`.
@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from ._base import Mistake, call, checker
+from ._compare import close, coarsest  # the checkers' one tolerance table
 
 __all__ = ["check_sinusoidal_encoding"]
 
@@ -66,9 +67,14 @@ ODD_PROBES: tuple[tuple[int, int], ...] = ((7, 5), (20, 9), (4, 3))
 _BASE = 10000.0
 
 
-def _tolerance(dtype: torch.dtype) -> float:
-    """Absolute tolerance for a result of ``dtype``: 1e-4 for float32/64, looser for halves."""
-    return max(1e-4, 8 * torch.finfo(dtype).eps)
+def _precision(dtype: torch.dtype) -> torch.dtype:
+    """The dtype whose row of the checkers' one table (``_compare.TOLERANCES``) a table of
+    ``dtype`` is compared at: the coarser of ``dtype`` and float32. As in every checker, the
+    coarser of the inputs' and the result's dtype; the probes are sizes, not tensors, and the
+    contract's table is float32 (``sinusoidal_encoding``'s default dtype), so a float64 table is
+    held to float32's precision (one computed through float32, then cast, is right) and a half
+    table to its own."""
+    return coarsest(dtype, torch.float32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,8 +216,8 @@ def catalogue(n_positions: int, d_model: int) -> list[Candidate]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _as_float64(result: object, n: int, d: int, odd: bool) -> tuple[torch.Tensor, float]:
-    """Type, dtype and shape checks; returns the result as float64 on the CPU and its tolerance."""
+def _as_float64(result: object, n: int, d: int, odd: bool) -> tuple[torch.Tensor, torch.dtype]:
+    """Type, dtype and shape checks; returns the result as float64 on the CPU and the dtype it is compared at."""
     if isinstance(result, np.ndarray):
         raise Mistake(
             "not_a_tensor",
@@ -261,7 +267,7 @@ def _as_float64(result: object, n: int, d: int, odd: bool) -> tuple[torch.Tensor
             f"for n_positions={n}, d_model={d} your table should have shape ({n}, {d}), "
             f"got {shape}.",
         )
-    tolerance = _tolerance(result.dtype)
+    precision = _precision(result.dtype)
     values = result.detach().to(device="cpu", dtype=torch.float64)
     if not bool(torch.isfinite(values).all()):
         raise Mistake(
@@ -269,7 +275,7 @@ def _as_float64(result: object, n: int, d: int, odd: bool) -> tuple[torch.Tensor
             f"for n_positions={n}, d_model={d} your table contains NaN or inf (is something "
             "divided by zero, or 10000 raised to a huge power?).",
         )
-    return values, tolerance
+    return values, precision
 
 
 def _pair_frequencies(values: torch.Tensor) -> torch.Tensor | None:
@@ -286,6 +292,8 @@ def _pair_frequencies(values: torch.Tensor) -> torch.Tensor | None:
     sines, cosines = values[:, 0 : 2 * pairs : 2], values[:, 1 : 2 * pairs : 2]  # (n, pairs)
     frequencies = torch.atan2(sines[1], cosines[1])  # (pairs,): the angle of position 1
     angles = torch.arange(n, dtype=torch.float64)[:, None] * frequencies  # (n, pairs)
+    # A test of the table's form, not the comparison (that is close()): the frequency read off
+    # row 1 carries the table's rounding, multiplied by each position, hence a loose 1e-3.
     is_sinusoid = torch.allclose(sines, torch.sin(angles), rtol=0, atol=1e-3) and torch.allclose(
         cosines, torch.cos(angles), rtol=0, atol=1e-3
     )
@@ -301,13 +309,13 @@ def _first_difference(values: torch.Tensor, expected: torch.Tensor) -> str:
     )
 
 
-def _diagnose(values: torch.Tensor, expected: torch.Tensor, tolerance: float) -> None:
+def _diagnose(values: torch.Tensor, expected: torch.Tensor, precision: torch.dtype) -> None:
     """Raise the Mistake that explains a wrong table of an even-d_model probe."""
     n, d = values.shape
     for candidate in catalogue(n, d):
-        if torch.allclose(values, candidate.table, rtol=0, atol=tolerance):
+        if close(values, candidate.table, precision):
             raise Mistake(candidate.code, candidate.message)
-    row_zero_ok = torch.allclose(values[0], expected[0], rtol=0, atol=tolerance)
+    row_zero_ok = close(values[0], expected[0], precision)
     frequencies = _pair_frequencies(values)
     if row_zero_ok and frequencies is not None:
         two_i = torch.arange(0, 2 * (d // 2), 2, dtype=torch.float64)
@@ -337,9 +345,9 @@ def _diagnose(values: torch.Tensor, expected: torch.Tensor, tolerance: float) ->
 
 def _check_probe(student_fn: Callable, n: int, d: int, odd: bool) -> None:
     result = call(student_fn, n, d)
-    values, tolerance = _as_float64(result, n, d, odd)
+    values, precision = _as_float64(result, n, d, odd)
     expected = reference(n, d)
-    if torch.allclose(values, expected, rtol=0, atol=tolerance):
+    if close(values, expected, precision):
         return
     if odd:
         raise Mistake(
@@ -349,7 +357,7 @@ def _check_probe(student_fn: Callable, n: int, d: int, odd: bool) -> None:
             "the features are sin, cos, ..., sin: the last one is a lone sin of pair "
             f"i={d // 2}, with the same frequency rule 1 / 10000^(2i/d_model).",
         )
-    _diagnose(values, expected, tolerance)
+    _diagnose(values, expected, precision)
 
 
 @checker("sinusoidal_encoding")

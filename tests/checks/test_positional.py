@@ -67,6 +67,10 @@ def list_of_rows(n_positions, d_model):
     return torch.tensor(rows)
 
 
+def float32_cast_to_float64(n_positions, d_model):  # held to float32's precision, the contract's
+    return vectorised_exp_log(n_positions, d_model).double()
+
+
 def half_precision(n_positions, d_model):
     return vectorised_exp_log(n_positions, d_model).half()
 
@@ -83,6 +87,7 @@ def bfloat16(n_positions, d_model):
         float64_stack,
         numpy_converted,
         list_of_rows,
+        float32_cast_to_float64,
         half_precision,
         bfloat16,
         sinusoidal_encoding,
