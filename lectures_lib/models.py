@@ -93,9 +93,9 @@ class Encoder(nn.Module):
         super().__init__()
         self.layers = _independent_layers(layer, num_layers, EncoderLayer)
         self.norm = _final_norm(self.layers, final_norm)
-        self.d_model = self.layers[0].d_model
+        self.d_model, self.num_heads = self.layers[0].d_model, self.layers[0].num_heads
 
-    @validated(rules.first_layer_inputs)
+    @validated(layers_rules.encoder_layer_inputs)  # a stack takes what its layers take
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> torch.Tensor:
@@ -130,9 +130,9 @@ class Decoder(nn.Module):
         super().__init__()
         self.layers = _independent_layers(layer, num_layers, DecoderLayer)
         self.norm = _final_norm(self.layers, final_norm)
-        self.d_model = self.layers[0].d_model
+        self.d_model, self.num_heads = self.layers[0].d_model, self.layers[0].num_heads
 
-    @validated(rules.first_layer_inputs)
+    @validated(layers_rules.decoder_layer_inputs)  # a stack takes what its layers take
     def forward(
         self,
         x: torch.Tensor,
@@ -189,7 +189,7 @@ def _stack_maps(maps: list[torch.Tensor | None]) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-@validated(rules.ids_for_mask("src"))
+@validated(rules.src_for_mask)
 def make_src_mask(src: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Key-padding mask ``(batch, 1, 1, n_src)``: True where the source token is not padding.
 
@@ -203,7 +203,7 @@ def make_src_mask(src: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     return keep[:, None, None, :]  # (batch, 1, 1, n_src)
 
 
-@validated(rules.ids_for_mask("tgt"))
+@validated(rules.tgt_for_mask)
 def make_tgt_mask(tgt: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Decoder self-attention mask ``(batch, 1, n_tgt, n_tgt)``: causal AND key not padding.
 
@@ -411,7 +411,7 @@ class Transformer(nn.Module):
         exactly (see :func:`~lectures_lib.cache.kv_cache_problem`): decode such a model with
         ``use_cache=False``.
         """
-        rules.cacheable_decoder(self.decoder.layers)
+        layers_rules.cacheable_decoder(self.decoder.layers)
         return DecoderCache([(KeyValueCache(), KeyValueCache()) for _ in self.decoder.layers])
 
     @validated(rules.decode_step_inputs)

@@ -4,22 +4,30 @@ decoders' settings, what a model returned, the metrics' inputs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Sequence
 
 import torch
 
 from ..utils import check_non_negative_int, check_tensor
-from .settings import check_settings
+from .settings import check_settings, finite_number
 
 
-def decoder_model(model: object) -> None:
+def model_and_source(model: object, src: object) -> None:
+    """A model with ``encode`` and ``decode`` (as the Transformer), and token ids ``src``
+    ``(batch >= 1, n_src >= 1)``."""
     for method in ("encode", "decode"):
         if not callable(getattr(model, method, None)):
             raise TypeError(
                 f"model must have an `{method}` method (like "
                 f"lectures_lib.models.Transformer), got {type(model).__name__}"
             )
+    check_tensor(src, "src", ndim=2, dtype="integer")
+    if src.shape[0] == 0:
+        raise ValueError(f"src must hold at least one sequence (batch >= 1), got shape {tuple(src.shape)}")
+    if src.shape[1] == 0:
+        raise ValueError(
+            f"src must hold at least one token per sequence, got shape {tuple(src.shape)}"
+        )
 
 
 def special_ids(bos_id: object, eos_id: object, pad_id: object, model: object = None) -> None:
@@ -40,17 +48,6 @@ def special_ids(bos_id: object, eos_id: object, pad_id: object, model: object = 
                 )
 
 
-def decoder_src(src: object) -> torch.Tensor:
-    check_tensor(src, "src", ndim=2, dtype="integer")
-    if src.shape[0] == 0:
-        raise ValueError(f"src must hold at least one sequence (batch >= 1), got shape {tuple(src.shape)}")
-    if src.shape[1] == 0:
-        raise ValueError(
-            f"src must hold at least one token per sequence, got shape {tuple(src.shape)}"
-        )
-    return src
-
-
 def decoded_logits(logits: object, tokens: torch.Tensor, ids: tuple[int, ...], method: str) -> None:
     """What ``model.decode``/``decode_step`` returned: ``(batch, n_tgt, vocab)`` logits."""
     shape_ok = isinstance(logits, torch.Tensor) and logits.dim() == 3
@@ -69,8 +66,7 @@ def decoded_logits(logits: object, tokens: torch.Tensor, ids: tuple[int, ...], m
 def greedy_args(model, src, max_len, bos_id, eos_id, pad_id, *, return_scores=False,
                 use_cache=True, suppress_bos=True) -> None:
     """The door of every decoder: the model, the source, the special ids, the settings."""
-    decoder_model(model)
-    decoder_src(src)
+    model_and_source(model, src)
     check_settings(max_len=max_len)
     special_ids(bos_id, eos_id, pad_id, model)
     check_settings(return_scores=return_scores, suppress_bos=suppress_bos, use_cache=use_cache)
@@ -80,10 +76,7 @@ def sampling_args(model, src, max_len, bos_id, eos_id, pad_id, *, temperature=1.
                   generator=None, return_scores=False, suppress_bos=True) -> None:
     greedy_args(model, src, max_len, bos_id, eos_id, pad_id, return_scores=return_scores,
                 suppress_bos=suppress_bos)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not (temperature > 0 and math.isfinite(temperature)):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
+    finite_number(temperature, "temperature", terse=True)
     check_settings(top_k=top_k, generator=generator)
 
 
@@ -92,15 +85,11 @@ def beam_args(model, src, beam_width, max_len, bos_id, eos_id, pad_id, length_pe
     greedy_args(model, src, max_len, bos_id, eos_id, pad_id, return_scores=return_scores,
                 use_cache=use_cache, suppress_bos=suppress_bos)
     check_settings(beam_width=beam_width)
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
-        raise TypeError(f"length_penalty must be a number, got {type(length_penalty).__name__}")
-    if not (length_penalty >= 0 and math.isfinite(length_penalty)):
-        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty}")
+    finite_number(length_penalty, "length_penalty", inclusive=True, terse=True)
 
 
 def scoring_args(model, src, output, bos_id, eos_id, pad_id, *, suppress_bos=True) -> None:
-    decoder_model(model)
-    decoder_src(src)
+    model_and_source(model, src)
     check_tensor(output, "output", ndim=2, dtype="integer")
     special_ids(bos_id, eos_id, pad_id, model)
     check_settings(suppress_bos=suppress_bos)

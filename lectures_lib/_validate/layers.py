@@ -112,13 +112,19 @@ def decoder_layer_cached_inputs(self: nn.Module, x: object, memory: object, cach
             "cache must be a tuple (self_cache, cross_cache) of two KeyValueCache, got "
             f"{type(cache).__name__}"
         )
-    for name in ("self_attn", "cross_attn"):
-        problem = kv_cache_problem(getattr(self, name), static=name == "cross_attn")
-        if problem:
-            raise TypeError(f"{name}: {problem}")
+    cacheable_decoder([self], numbered=False)
     self_cache, cross_cache = cache
     self.self_attn.check_cached_inputs(x, x, x, self_cache, tgt_mask, static=False)
     self.cross_attn.check_cached_inputs(x, memory, memory, cross_cache, memory_mask, static=True)
+
+
+def cacheable_decoder(layers: list[nn.Module], numbered: bool = True) -> None:
+    """Every decoder attention can be cached exactly (else decode with ``use_cache=False``)."""
+    for index, layer in enumerate(layers):
+        for name in ("self_attn", "cross_attn"):
+            problem = kv_cache_problem(getattr(layer, name), static=name == "cross_attn")
+            if problem:
+                raise TypeError(f"{f'decoder layer {index} ' if numbered else ''}{name}: {problem}")
 
 
 def torch_layer_type(module: object, expected: type) -> None:

@@ -4,17 +4,14 @@ the Transformer's inputs, the decoder cache.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from torch import nn
 
 from .._mask_check import check_mask
-from ..cache import DecoderCache, kv_cache_problem
-from ..utils import check_non_negative_int, check_tensor
+from ..cache import DecoderCache
 from .attention import sequence
 from .embedding import token_ids
 from .layers import decoder_layer_cached_inputs
-from .settings import check_settings
+from .settings import check_settings, settings, tensor
 
 
 def stack_settings(layer: object, num_layers: object, final_norm: object, kind: type) -> None:
@@ -39,11 +36,6 @@ def distinct_layers(layers: list[object], kind: type) -> None:
         raise ValueError("the layer factory returned the same layer twice: layers would share")
 
 
-def first_layer_inputs(stack: nn.Module, *args: object, **kwargs: object) -> None:
-    """The door of a stack's ``forward``: its inputs are its first layer's (``check_inputs``)."""
-    stack.layers[0].check_inputs(*args, **kwargs)
-
-
 def decoder_stack_cached_inputs(self: nn.Module, x: object, memory: object, caches: object,
                                 tgt_mask: object = None, memory_mask: object = None) -> None:
     if not isinstance(caches, (list, tuple)) or len(caches) != len(self.layers):
@@ -55,18 +47,9 @@ def decoder_stack_cached_inputs(self: nn.Module, x: object, memory: object, cach
         decoder_layer_cached_inputs(layer, x, memory, cache, tgt_mask, memory_mask)
 
 
-def ids_for_mask(name: str) -> Callable[..., None]:
-    """The door rule of ``make_<name>_mask(<name>, pad_id)``: ids ``(batch, n)``, an id or None."""
-    def rule(tokens: object = None, pad_id: object = None, **named: object) -> None:
-        tokens = named.get(name, tokens)
-        check_tensor(tokens, name, ndim=2, dtype="integer")
-        if pad_id is not None:
-            check_non_negative_int(pad_id, "pad_id")
-    return rule
-
-
-def _num_heads(encoder_or_decoder: nn.Module) -> int:
-    return encoder_or_decoder.layers[0].num_heads
+# make_src_mask(src, pad_id), make_tgt_mask(tgt, pad_id): ids (batch, n), an id or None
+src_for_mask = settings("src", "pad_id", src=tensor(ndim=2, dtype="integer"))
+tgt_for_mask = settings("tgt", "pad_id", tgt=tensor(ndim=2, dtype="integer"))
 
 
 def tagger_inputs(self: nn.Module, tokens: object, mask: object = None,
@@ -74,7 +57,7 @@ def tagger_inputs(self: nn.Module, tokens: object, mask: object = None,
     self.embed.check_inputs(tokens)
     if mask is not None:
         batch, seq = tokens.shape
-        check_mask(mask, (batch, _num_heads(self.encoder), seq, seq))
+        check_mask(mask, (batch, self.encoder.num_heads, seq, seq))
     check_settings(need_weights=need_weights)
 
 
@@ -83,7 +66,7 @@ def encode_inputs(self: nn.Module, src: object, src_mask: object = None,
     self.src_embed.check_inputs(src, "src")
     if src_mask is not None:
         batch, n_src = src.shape
-        check_mask(src_mask, (batch, _num_heads(self.encoder), n_src, n_src))
+        check_mask(src_mask, (batch, self.encoder.num_heads, n_src, n_src))
     check_settings(need_weights=need_weights)
 
 
@@ -97,7 +80,7 @@ def decode_inputs(self: nn.Module, tgt: object, memory: object, src_mask: object
             f"tgt {tuple(tgt.shape)} and memory {tuple(memory.shape)} have different batch sizes"
         )
     batch, n_tgt, n_src = tgt.shape[0], tgt.shape[1], memory.shape[1]
-    num_heads = _num_heads(self.decoder)
+    num_heads = self.decoder.num_heads
     if src_mask is not None:
         check_mask(src_mask, (batch, num_heads, 1, n_src))
     if tgt_mask is not None:
@@ -142,10 +125,3 @@ def src_and_tgt(self: nn.Module, src: object, tgt: object) -> None:
             f"src {tuple(src.shape)} and tgt {tuple(tgt.shape)} have different batch sizes"
         )
 
-
-def cacheable_decoder(layers: nn.ModuleList) -> None:
-    for index, layer in enumerate(layers):
-        for name in ("self_attn", "cross_attn"):
-            problem = kv_cache_problem(getattr(layer, name), static=name == "cross_attn")
-            if problem:
-                raise TypeError(f"decoder layer {index} {name}: {problem}")

@@ -34,14 +34,18 @@ def optional(rule: Callable[[object, str], object]) -> Callable[[object, str], N
     return check
 
 
-def finite_number(value: object, name: str, *, low: float = 0.0, inclusive: bool = False) -> float:
-    """A finite real number ``> low`` (or ``>= low`` when ``inclusive``)."""
+def finite_number(value: object, name: str, *, low: float = 0.0, inclusive: bool = False,
+                  terse: bool = False) -> float:
+    """A finite real number ``> low`` (or ``>= low`` when ``inclusive``); ``terse``: the decoders'
+    wording, which names the type alone and shows the value by ``str``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
+        shown = "" if terse else f" ({value!r})"
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}{shown}")
     ok = value >= low if inclusive else value > low
     if not (math.isfinite(value) and ok):
         relation = ">=" if inclusive else ">"
-        raise ValueError(f"{name} must be a finite number {relation} {low:g}, got {value!r}")
+        shown = str(value) if terse else repr(value)
+        raise ValueError(f"{name} must be a finite number {relation} {low:g}, got {shown}")
     return float(value)
 
 
