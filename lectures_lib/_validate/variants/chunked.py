@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ...utils import (
-    check_positive_int,
-    check_tensor,
-)
+from ...utils import check_positive_int, check_tensor
 from ..settings import check_settings
 from .clustering import x_and_rotations
 from .shared import fits, self_attention_qkv
@@ -60,8 +57,8 @@ def bucket_chunks(buckets, chunk_size, *, same_bucket=True):
 
 def lsh_chunked_qkv(q, k, v, buckets, chunk_size, *, same_bucket=True, exclude_self=False,
                     key_mask=None, dropout_p=0.0):
-    self_attention_qkv(q, k, v, False, key_mask, dropout_p, "lsh_chunked_attention",
-                    " (queries and keys share one sort order)")
+    self_attention_qkv(q, k, v, key_mask=key_mask, dropout_p=dropout_p,
+                       name="lsh_chunked_attention", why=" (queries and keys share one sort order)")
     _buckets(buckets, q.shape[-2])
     _lead(buckets.shape[:-2], q.shape[:-2], "buckets")
     check_settings(chunk_size=chunk_size, same_bucket=same_bucket, exclude_self=exclude_self)
@@ -89,7 +86,8 @@ def member_pair(query_members, key_members, n):
 
 
 def balanced_routing_qkv(q, k, v, query_members, key_members, *, key_mask=None, dropout_p=0.0):
-    self_attention_qkv(q, k, v, False, key_mask, dropout_p, "balanced_routing_attention")
+    self_attention_qkv(q, k, v, key_mask=key_mask, dropout_p=dropout_p,
+                       name="balanced_routing_attention")
     n = q.shape[-2]
     _members(query_members, n, "query_members")
     _members(key_members, n, "key_members")

@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from ...utils import check_tensor
-from ..settings import check_settings
 from .shared import self_attention_qkv
 
-
-def local_qkv(q, k, v, window, *, need_weights=False, key_mask=None, dropout_p=0.0):
-    self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "local attention",
-                       " (query i looks at keys i - window ... i + window)")
-    check_settings(window=window)
+local_qkv = partial(self_attention_qkv, name="local attention", settings=("window",),
+                    why=" (query i looks at keys i - window ... i + window)")
 
 
 def band_shape(band_weights):

@@ -38,8 +38,12 @@ def key_mask_shape(mask: object, leading_shape: tuple[int, ...] | torch.Size) ->
         )
 
 
-def self_attention_qkv(q, k, v, need_weights, mask, dropout_p, name: str, why: str = "") -> None:
-    """What every efficient self-attention function checks: q, k, v, lengths, flags, key mask."""
+def self_attention_qkv(q, k, v, *args, need_weights=False, key_mask=None, dropout_p=0.0,
+                       name: str, why: str = "", settings: tuple[str, ...] = (), **named) -> None:
+    """What every efficient self-attention function ``f(q, k, v, *settings, need_weights=False,
+    key_mask=None, dropout_p=0.0)`` checks: q, k, v with as many queries as keys, the flags, the
+    key mask, then its ``settings`` (by the settings' rules). With every setting named, it is a
+    door: ``partial(self_attention_qkv, name="strided_attention", settings=("stride",))``."""
     check_qkv(q, k, v)
     if k.shape[-2] != q.shape[-2]:
         raise ValueError(
@@ -47,9 +51,12 @@ def self_attention_qkv(q, k, v, need_weights, mask, dropout_p, name: str, why: s
             f"got q {tuple(q.shape)} and k {tuple(k.shape)}"
         )
     check_settings(need_weights=need_weights)
-    if mask is not None:
-        key_mask_shape(mask, q.shape[:-1])
+    if key_mask is not None:
+        key_mask_shape(key_mask, q.shape[:-1])
     check_settings(dropout_p=dropout_p)
+    given = dict(zip(settings, args))
+    given.update((setting, named[setting]) for setting in settings if setting in named)
+    check_settings(**given)
 
 
 def global_token_positions(global_positions: object, n: int, name: str = "global_positions") -> None:

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from ...utils import (
-    check_tensor,
-)
+from ...utils import check_tensor
 from ..settings import check_settings, settings
 from .shared import fits, global_token_positions, int_sequence, self_attention_qkv
 
-
-def strided_qkv(q, k, v, stride, *, need_weights=False, key_mask=None, dropout_p=0.0):
-    self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "strided_attention")
-    check_settings(stride=stride)
+strided_qkv = partial(self_attention_qkv, name="strided_attention", settings=("stride",))
 
 
 def _key_index(index: object, n: int, lead: tuple[int, ...] | None = None) -> None:
@@ -43,7 +38,8 @@ def key_index_pattern(n, key_index, global_positions=None):
 
 def sparse_qkv(q, k, v, key_index, global_positions=None, *, need_weights=False,
                key_mask=None, dropout_p=0.0):
-    self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "sparse_attention")
+    self_attention_qkv(q, k, v, need_weights=need_weights, key_mask=key_mask, dropout_p=dropout_p,
+                       name="sparse_attention")
     _key_index(key_index, q.shape[-2], lead=q.shape[:-1])
     if global_positions is not None:
         global_token_positions(global_positions, q.shape[-2])
@@ -51,7 +47,8 @@ def sparse_qkv(q, k, v, key_index, global_positions=None, *, need_weights=False,
 
 def global_qkv(q, k, v, global_positions, *, need_weights=False, key_mask=None,
                dropout_p=0.0):
-    self_attention_qkv(q, k, v, need_weights, key_mask, dropout_p, "global_attention")
+    self_attention_qkv(q, k, v, need_weights=need_weights, key_mask=key_mask, dropout_p=dropout_p,
+                       name="global_attention")
     if global_positions is None:
         raise TypeError(
             "global_positions must be a list of positions or a 1-D integer tensor, e.g. [0], got "
