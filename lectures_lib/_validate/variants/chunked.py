@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from ...utils import check_positive_int, check_tensor
-from ..settings import check_settings
+from ..settings import check_settings, settings
 from .clustering import x_and_rotations
 from .shared import fits, self_attention_qkv
 
@@ -19,8 +19,12 @@ def _lead(shape, lead, name) -> None:
         )
 
 
-def _buckets(buckets, n) -> None:
+def bucket_ids(buckets, name: str = "buckets", n: int | None = None) -> None:
+    """Bucket ids ``(..., rounds >= 1, n)``, each >= 0 (any ``n`` when None)."""
     check_tensor(buckets, "buckets", dtype="integer")
+    if n is None and buckets.dim() < 2:
+        raise ValueError(f"buckets must have shape (..., rounds, n), got {tuple(buckets.shape)}")
+    n = buckets.shape[-1] if n is None else n
     if buckets.dim() < 2 or buckets.shape[-1] != n or buckets.shape[-2] == 0:
         raise ValueError(f"buckets must have shape (..., rounds >= 1, {n}), got {tuple(buckets.shape)}")
     if buckets.numel() and int(buckets.min()) < 0:
@@ -47,19 +51,14 @@ def hashing_args(x, rotations, block=1024):
     check_settings(block=block)
 
 
-def bucket_chunks(buckets, chunk_size, *, same_bucket=True):
-    check_tensor(buckets, "buckets", dtype="integer")
-    if buckets.dim() < 2:
-        raise ValueError(f"buckets must have shape (..., rounds, n), got {tuple(buckets.shape)}")
-    _buckets(buckets, buckets.shape[-1])
-    check_settings(chunk_size=chunk_size, same_bucket=same_bucket)
+bucket_chunks = settings("buckets", "chunk_size", "same_bucket", buckets=bucket_ids)
 
 
 def lsh_chunked_qkv(q, k, v, buckets, chunk_size, *, same_bucket=True, exclude_self=False,
                     key_mask=None, dropout_p=0.0):
     self_attention_qkv(q, k, v, key_mask=key_mask, dropout_p=dropout_p,
                        name="lsh_chunked_attention", why=" (queries and keys share one sort order)")
-    _buckets(buckets, q.shape[-2])
+    bucket_ids(buckets, n=q.shape[-2])
     _lead(buckets.shape[:-2], q.shape[:-2], "buckets")
     check_settings(chunk_size=chunk_size, same_bucket=same_bucket, exclude_self=exclude_self)
 

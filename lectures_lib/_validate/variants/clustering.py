@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ...utils import (
-    check_qkv,
-    check_tensor,
-)
+from ...utils import check_qkv, check_tensor
 from ..settings import check_settings, settings
 from .shared import key_mask_shape
 

@@ -8,12 +8,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ...utils import (
-    check_non_negative_int,
-    check_positive_int,
-    check_qkv,
-    check_tensor,
-)
+from ...utils import check_non_negative_int, check_positive_int, check_qkv, check_tensor
 from ..settings import check_settings
 
 
