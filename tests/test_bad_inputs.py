@@ -1002,6 +1002,52 @@ ROWS += [  # issue 42: the positional tests' refusals, as rows
 ]
 
 
+class _AttendChanged(attention.MultiHeadAttention):
+    """A variant that changes ``attend`` and says nothing about caching."""
+
+    def attend(self, q, k, v, mask, need_weights):
+        return super().attend(q, k, v, mask, need_weights)
+
+
+class _LastPositionOnly(models.Transformer):
+    """A model whose ``decode`` forgets the position dimension of its logits."""
+
+    def decode(self, *args, **kwargs):
+        return super().decode(*args, **kwargs)[:, -1]
+
+
+def _small_transformer(**kwargs):
+    return models.Transformer(6, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16, **kwargs)
+
+
+ROWS += [  # issue 42: the refusals inside tests that assert other things, as rows (cases already rows: not repeated)
+    R(training.fit, "a schedule factory returning no scheduler", lambda: training.fit(nn.Linear(4, 2), _xy(), epochs=1, progress=False, schedule=lambda optimizer, steps: 3), TypeError, "the schedule factory must return a scheduler with a step() method"),
+    R(training.fit, "an unknown schedule name", lambda: training.fit(nn.Linear(4, 2), _xy(), epochs=1, progress=False, schedule="cosine"), ValueError, "schedule must be one of ('warmup_cosine', 'one_cycle', 'constant') or a factory, got 'cosine'"),
+    R(attention.scaled_dot_product_attention, "dropout_p -0.1", lambda: attention.scaled_dot_product_attention(*qkv(), dropout_p=-0.1), ValueError, "dropout_p must be in [0, 1), got -0.1"),
+    R(attention.fused_attention, "dropout_p -0.1", lambda: attention.fused_attention(*qkv(), dropout_p=-0.1), ValueError, "dropout_p must be in [0, 1), got -0.1"),
+    R(attention.fused_attention, "dropout_p 1.0", lambda: attention.fused_attention(*qkv(), dropout_p=1.0), ValueError, "dropout_p must be in [0, 1), got 1.0"),
+    R(layers.EncoderLayer, "from_torch with torch.tanh", lambda: layers.EncoderLayer.from_torch(nn.TransformerEncoderLayer(8, 2, 16, activation=torch.tanh)), ValueError, "activation must be 'relu' or 'gelu'"),
+    R(layers.EncoderLayer, "from_torch with the tanh-approximated GELU", lambda: layers.EncoderLayer.from_torch(nn.TransformerEncoderLayer(8, 2, 16, activation=nn.GELU("tanh"))), ValueError, "got GELU(approximate='tanh')"),
+    R(models.Decoder, "a (5, 4) tgt_mask for 5 targets", lambda: models.Decoder(decoder_layer(), 3)(floats(2, 5, 8), floats(2, 4, 8), bools(5, 4)), ValueError, "mask with shape (5, 4) does not fit attention scores of shape (2, 2, 5, 5)"),
+    R(decoding.exact_match, "fewer targets than predictions", lambda: decoding.exact_match(ids(3, 4), ids(2, 3)), ValueError, "predictions and targets must have the same number of rows, got 3 and 2"),
+    R(decoding.greedy_decode, "use_cache 'yes'", lambda: decoding.greedy_decode(seq2seq(), ids(2, 3), 4, 1, 2, 0, use_cache="yes"), TypeError, "use_cache must be a bool"),
+    R(decoding.greedy_decode, "a model whose decode drops the positions", lambda: decoding.greedy_decode(_LastPositionOnly(6, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16), ids(2, 3), 3, 1, 2, 0, use_cache=False), ValueError, "model.decode must return logits of shape (batch, n_tgt, vocab) = (2, 1, vocab), got (2, 7)"),
+    R(decoding.greedy_decode, "a decoder attention that cannot be cached", lambda: decoding.greedy_decode(_small_transformer(decoder_attention=_AttendChanged), ids(2, 3), 4, 1, 2, 0), TypeError, "decoder layer 0 self_attn: _AttendChanged overrides `attend`"),
+    R(decoding.beam_search, "a decoder attention that cannot be cached", lambda: decoding.beam_search(_small_transformer(decoder_attention=_AttendChanged), ids(2, 3), 2, 4, 1, 2, 0), TypeError, "use_cache=False"),
+    R(attention.MultiHeadAttention, "forward_cached of a subclass that overrides attend", lambda: _AttendChanged(8, 2).forward_cached(floats(1, 1, 8), floats(1, 1, 8), floats(1, 1, 8), attention.KeyValueCache()), TypeError, "_AttendChanged overrides `attend`"),
+    R(plotting.plot_attention, "4-D weights", lambda: plotting.plot_attention(torch.full((2, 3, 5, 5), 0.2)), ValueError, "weights must be 2-D (n_queries, n_keys), got shape (2, 3, 5, 5)"),
+    R(patterns.head_patterns, "patterns of two sizes", lambda: patterns.head_patterns([patterns.local_mask(6, 1), patterns.local_mask(5, 1)]), ValueError, "patterns[1] must have shape (6, 6)"),
+    R(patterns.receptive_field, "a (3, 4) mask", lambda: patterns.receptive_field(torch.ones(3, 4, dtype=torch.bool), 1), ValueError, "mask must be square (..., n, n), got (3, 4)"),
+    R(attention_free.FourierMixing, "need_weights=True", lambda: attention_free.FourierMixing(6, 2)(floats(1, 5, 6), floats(1, 5, 6), floats(1, 5, 6), need_weights=True), ValueError, "FourierMixing has no attention weights: need_weights must be False"),
+    R(attention_free.FourierMixing, "x of width 4 for d_model 6", lambda: attention_free.FourierMixing(6, 2)(floats(1, 5, 4), None, None), ValueError, "query must have last dimension d_model=6, got (1, 5, 4)"),
+    R(attention_free.FourierMixing, "dropout 1.5", lambda: attention_free.FourierMixing(4, 1, 1.5), ValueError, "dropout must be in [0, 1), got 1.5"),
+    R(synthesizer.RandomSynthesizerAttention, "6 positions for seq_len 4", lambda: synthesizer.RandomSynthesizerAttention(8, 2, seq_len=4)(floats(1, 6, 8), floats(1, 6, 8), floats(1, 6, 8)), ValueError, "RandomSynthesizerAttention was built for seq_len=4"),
+    R(digits.image_patches, "patch_size 0", lambda: digits.image_patches(torch.zeros(2, 8, 8), 0), ValueError, "patch_size must be >= 1, got 0"),
+    R(listops.listops_task, "min_len past the longest expression", lambda: listops.listops_task(4, 64, min_len=11, max_depth=3, max_args=2), ValueError, "min_len must be <= 10, the longest expression of max_depth=3 and max_args=2, got min_len=11"),
+    R(listops.listops_task, "a length range no draw reaches", lambda: listops.listops_task(4, 200, min_len=190, max_attempts=2), RuntimeError, "widen the range or raise max_attempts"),
+]
+
+
 # Issue 39: translation, tagging and classification on the real sentences.
 from lectures_lib import real_sentences as rs  # noqa: E402
 from lectures_lib import sentence_labels as sl  # noqa: E402

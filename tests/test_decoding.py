@@ -203,18 +203,11 @@ def test_beam_width_one_equals_greedy_on_a_random_transformer():
     assert model.training, "decoding restores the training mode"
 
 
-def test_decoders_validate_their_inputs():
-    model = MarkovModel(GREEDY_TRAP)
+def test_decoders_check_the_ids_against_a_model_without_tgt_vocab_size():
+    model = MarkovModel(GREEDY_TRAP)  # its vocabulary shows only in the logits it returns
     src = torch.ones(2, 3, dtype=torch.long)
     with pytest.raises(ValueError, match="vocabulary size"):
         greedy_decode(model, src, 3, BOS, 99, PAD)
-
-    class WrongShape(MarkovModel):
-        def decode(self, tgt, memory, src=None):
-            return super().decode(tgt, memory)[:, -1]  # forgot the position dimension
-
-    with pytest.raises(ValueError, match=r"\(batch, n_tgt, vocab\)"):
-        greedy_decode(WrongShape(GREEDY_TRAP), src, 3, BOS, EOS, PAD)
 
 
 def test_exact_match():
@@ -228,10 +221,6 @@ def test_exact_match():
     assert exact_match([[5, 6, EOS, 9]], [[5, 6, EOS]], eos_id=EOS) == 1.0
     assert exact_match([[5, 6, EOS, 9]], [[5, 6, EOS]]) == 0.0
     assert exact_match([["a", "b"]], [["a", "b"]], pad_id=None) == 1.0
-    with pytest.raises(ValueError, match="same number of rows"):
-        exact_match(predictions, targets[:2])
-    with pytest.raises(TypeError):
-        exact_match("abc", ["abc"])
 
 
 def test_sentence_bleu():
@@ -250,8 +239,6 @@ def test_sentence_bleu():
     unsmoothed = sentence_bleu(candidate, reference, max_n=2, smooth=False)
     assert unsmoothed == pytest.approx(math.exp(0.5 * math.log(5 / 6) + 0.5 * math.log(3 / 5)))
     assert sentence_bleu([], reference) == 0.0
-    with pytest.raises(TypeError):
-        sentence_bleu("the cat", reference)
 
 
 # --- sampling --------------------------------------------------------------------------------

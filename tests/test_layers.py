@@ -54,21 +54,10 @@ def test_from_torch_detects_a_changed_weight():
     assert not torch.allclose(ours(x), theirs(x), atol=1e-4)
 
 
-def test_from_torch_activation_mapping_and_errors():
+def test_from_torch_activation_mapping():
     for activation, name in [("gelu", "gelu"), (F.relu, "relu"), (nn.GELU(), "gelu")]:
         theirs = nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, activation=activation)
         assert EncoderLayer.from_torch(theirs).feed_forward.activation == name
-    unsupported = nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, activation=torch.tanh)
-    with pytest.raises(ValueError, match="activation"):
-        EncoderLayer.from_torch(unsupported)
-    with pytest.raises(ValueError, match="activation"):
-        EncoderLayer.from_torch(
-            nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, activation=nn.GELU("tanh"))
-        )
-    with pytest.raises(TypeError, match="TransformerEncoderLayer"):
-        EncoderLayer.from_torch(nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF))
-    with pytest.raises(TypeError, match="TransformerDecoderLayer"):
-        DecoderLayer.from_torch(nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF))
 
 
 def test_layer_norm_matches_torch():
@@ -79,8 +68,6 @@ def test_layer_norm_matches_torch():
         torch.testing.assert_close(layer_norm(x, gamma, beta, eps), expected)
     normalised = layer_norm(x, torch.ones(8, dtype=torch.float64), torch.zeros(8, dtype=torch.float64))
     torch.testing.assert_close(normalised.mean(-1), torch.zeros(2, 3, dtype=torch.float64))
-    with pytest.raises(ValueError, match="gamma"):
-        layer_norm(x, torch.ones(7, dtype=torch.float64), torch.zeros(8, dtype=torch.float64))
 
 
 def test_sublayer_connection_orders():
@@ -167,8 +154,6 @@ def test_a_decoder_stack_checks_each_mask_once(monkeypatch):
     x, memory = torch.randn(2, 5, D_MODEL), torch.randn(2, 4, D_MODEL)
     decoder(x, memory, torch.ones(5, 5, dtype=torch.bool).tril(), torch.ones(2, 1, 1, 4, dtype=torch.bool))
     assert checked == [(2, HEADS, 5, 5), (2, HEADS, 5, 4)], "each mask once, at the door"
-    with pytest.raises(ValueError, match="mask"):
-        decoder(x, memory, torch.ones(5, 4, dtype=torch.bool))
 
 
 # ---- bias reaches the factory -----------------------------------------------------------

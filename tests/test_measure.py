@@ -1,6 +1,5 @@
 """lectures_lib.measure: the memory probe sees what a computation allocates, and only that."""
 
-import pytest
 import torch
 
 from lectures_lib.attention import fused_attention, scaled_dot_product_attention
@@ -47,11 +46,7 @@ def test_dense_attention_memory_is_quadratic_and_fused_is_not():
     assert peaks[256][1] / peaks[128][1] <= 2.0, "the fused kernel returns only (N, d) outputs"
 
 
-def test_bad_arguments():
-    with pytest.raises(TypeError, match="fn must be a callable"):
-        peak_tensor_memory(3)
-    with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
-        median_time(lambda: None, repeats=0)
+def test_median_time_without_warmup():
     assert median_time(lambda: None, repeats=3, warmup=0) >= 0.0
 
 
@@ -61,8 +56,6 @@ def test_count_parameters_counts_every_scalar_and_can_skip_frozen_ones():
     assert count_parameters(model) == 3 * 4 + 4 + 4 * 2
     model[0].weight.requires_grad_(False)
     assert count_parameters(model, trainable_only=True) == 4 + 4 * 2
-    with pytest.raises(TypeError, match="nn.Module"):
-        count_parameters(torch.zeros(3))
 
 
 def test_the_cpu_clock_counts_the_work_not_the_waiting():

@@ -19,8 +19,6 @@ def test_accuracy_and_ignore_index():
     targets = torch.tensor([[1, 1, 0]])
     assert accuracy(logits, targets) == pytest.approx(2 / 3)
     assert accuracy(logits, targets, ignore_index=0) == pytest.approx(1 / 2)
-    with pytest.raises(ValueError, match="do not match"):
-        accuracy(logits, targets[:, :2])
 
 
 def _separable_data(n=256, seed=0):
@@ -118,10 +116,6 @@ def test_a_scheduler_factory_gets_the_optimizer_and_the_planned_steps():
                    schedule=halve_every_five)
     assert seen["total_steps"] == 12
     assert history.lr == pytest.approx([0.1 * 0.5 ** (s // 5) for s in range(12)])
-    with pytest.raises(TypeError, match="step\\(\\) method"):
-        _fit(nn.Linear(4, 2), _data(), schedule=lambda optimizer, steps: 3)
-    with pytest.raises(ValueError, match="schedule must be one of"):
-        _fit(nn.Linear(4, 2), _data(), schedule="cosine")
 
 
 # ----------------------------------------------------------------------- loud failures

@@ -126,10 +126,3 @@ def test_classes_are_not_balanced_and_the_shares_say_so():
     assert chi_square > 27.88, f"the module doc says the classes are unbalanced (chi2 {chi_square:.1f})"
     assert int(shares.argmax()) in (0, 9), "MIN's 0 or MAX's 9 is the most frequent class"
 
-
-def test_an_unreachable_length_range_is_refused():
-    # max_depth 3, max_args 2: at most 2 + 2 (2 + 2 * 1) = 10 tokens
-    with pytest.raises(ValueError, match=r"min_len must be <= 10.*got min_len=11"):
-        listops_task(4, 64, min_len=11, max_depth=3, max_args=2)
-    with pytest.raises(RuntimeError, match="widen the range or raise max_attempts"):
-        listops_task(4, 200, min_len=190, max_attempts=2)

@@ -88,8 +88,6 @@ def test_efficient_attention_module_weights_and_masks():
     assert none is None and weights.shape == (2, 2, 5, 5)
     torch.testing.assert_close(out, fused)
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 5, dtype=torch.float64))
-    with pytest.raises(ValueError, match="EfficientAttention"):
-        module(x, x, x, mask=causal_mask(5))
 
 
 # -- the uniform-average baseline ------------------------------------------------------------------
@@ -161,14 +159,6 @@ def test_fourier_mixing_mixes_every_position_and_ignores_padding():
     x2 = x.detach().clone()
     x2[:, ~keep] = 50.0
     torch.testing.assert_close(module(x2, x2, x2, keep[None, None, None])[0], out.detach())
-    with pytest.raises(ValueError, match="need_weights"):
-        module(x, x, x, need_weights=True)
-    with pytest.raises(ValueError, match="d_model"):
-        module(torch.randn(1, 5, 4), None, None)
-    with pytest.raises(ValueError, match="d_model"):
-        FourierMixing(0)
-    with pytest.raises(ValueError, match="dropout"):
-        FourierMixing(4, 1, 1.5)
 
 
 def test_the_attention_free_registry_holds_every_token_mixer_the_package_exports():
