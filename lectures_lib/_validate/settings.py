@@ -1,14 +1,17 @@
 """The course's settings, checked by one declarative rule: ``check_settings(d_model=d_model,
 dropout=dropout, ...)`` looks every keyword up in :data:`RULES` (one rule per setting name, the
 same wherever the name appears), and ``settings("n", "window", "device")`` is the door rule of a
-function whose arguments are settings (or tensors: ``settings("x", x=tensor(ndim=4))``).
+function whose arguments are settings (or tensors: ``settings("x", x=tensor(ndim=4))``, checked
+against other arguments: ``settings("n", "global_positions", global_positions=rule)`` with
+``rule(value, name, *, n)``).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
-from functools import partial
+from functools import partial, wraps
 
 import torch
 import torch.nn.functional as F
@@ -26,11 +29,12 @@ from ..utils import (
 )
 
 
-def optional(rule: Callable[[object, str], object]) -> Callable[[object, str], None]:
+def optional(rule: Callable[..., object]) -> Callable[..., None]:
     """``rule``, or None (a default computed later: ``d_k=None`` means ``d_model``)."""
-    def check(value: object, name: str) -> None:
+    @wraps(rule)  # its signature too: the arguments it is checked against (see settings)
+    def check(value: object, name: str, **against: object) -> None:
         if value is not None:
-            rule(value, name)
+            rule(value, name, **against)
     return check
 
 
@@ -175,13 +179,23 @@ def tensor(**spec: object) -> Callable[[object, str], object]:
     return partial(check_tensor, **spec)
 
 
-def settings(*names: str, **rules: Callable[[object, str], object]) -> Callable[..., None]:
+def settings(*names: str, **rules: Callable[..., object]) -> Callable[..., None]:
     """The door rule of a function whose arguments are ``names`` (in its order), each checked by
-    its rule in ``rules`` or, for a setting, in :data:`RULES`."""
+    its rule in ``rules`` or, for a setting, in :data:`RULES`. A rule's required keyword-only
+    parameters name the arguments it is checked against (``rule(members, name, *, n)``: the
+    members against ``n``); those are checked first."""
+    against = {name: [p.name for p in inspect.signature(check).parameters.values()
+                      if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+               for name, check in rules.items()}
+    first = {other for others in against.values() for other in others}
+
     def rule(*args: object, **kwargs: object) -> None:
         given = dict(zip(names, args))
         given.update((name, value) for name, value in kwargs.items() if name in names)
-        for name, value in given.items():
-            (rules.get(name) or RULES[name])(value, name)
+        for name in sorted(given, key=lambda name: name not in first):  # stable: else in order
+            others = against.get(name, ())
+            if all(other in given for other in others):  # a missing one: Python refuses the call
+                (rules.get(name) or RULES[name])(given[name], name,
+                                                 **{other: given[other] for other in others})
     rule.__qualname__ = rule.__name__ = f"settings({', '.join(names)})"
     return rule

@@ -5,11 +5,13 @@ guards (the loop itself decides what to undo).
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 from torch import nn
 
 from ..utils import check_tensor
-from .settings import check_settings, finite_number
+from .settings import check_settings, finite_number, settings
 
 #: The named learning-rate schedules (``lectures_lib.training.SCHEDULES`` is this tuple).
 SCHEDULES = ("warmup_cosine", "one_cycle", "constant")
@@ -20,7 +22,7 @@ def optional_callable(value: object, name: str, signature: str) -> None:
         raise TypeError(f"{name} must be None or a callable {signature}, got {type(value).__name__}")
 
 
-def ignore_id(value: object, allow_none: bool = True) -> None:
+def ignore_id(value: object, name: str = "ignore_index", *, allow_none: bool = True) -> None:
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, int):
@@ -101,14 +103,10 @@ def batch_tuple(model: object, batch: object) -> None:
         )
 
 
-def evaluate_args(model, data, *, batch_size=512, forward_fn=None, ignore_index=None,
-                  device=None) -> None:
-    a_module(model)
-    dataset(data, "data")
-    check_settings(batch_size=batch_size)
-    optional_callable(forward_fn, "forward_fn", "forward_fn(model, batch) -> (logits, targets)")
-    ignore_id(ignore_index)
-    check_settings(device=device)
+a_forward_fn = partial(optional_callable,
+                       signature="forward_fn(model, batch) -> (logits, targets)")
+evaluate_args = settings("model", "data", "batch_size", "forward_fn", "ignore_index", "device",
+                         model=a_module, data=dataset, forward_fn=a_forward_fn, ignore_index=ignore_id)
 
 
 def nonempty_history(values: list) -> None:
@@ -172,7 +170,7 @@ def fit_args(model, train_data, *, epochs, batch_size=64, lr=3e-3, schedule="war
     check_settings(progress=progress)
     if not isinstance(desc, str):
         raise TypeError(f"desc must be a str (the progress bar's label), got {type(desc).__name__} ({desc!r})")
-    optional_callable(forward_fn, "forward_fn", "forward_fn(model, batch) -> (logits, targets)")
+    a_forward_fn(forward_fn, "forward_fn")
     optional_callable(after_step, "after_step", "after_step(step, model)")
     optional_callable(after_epoch, "after_epoch", "after_epoch(epoch, model)")
     if not isinstance(schedule, str) and not callable(schedule):

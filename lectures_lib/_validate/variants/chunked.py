@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 
 from ...utils import check_positive_int, check_tensor
-from ..settings import check_settings, settings
-from .clustering import x_and_rotations
+from ..settings import check_settings, settings, tensor
+from .clustering import rotations_for_x
 from .shared import fits, self_attention_qkv
 
 
@@ -31,7 +31,8 @@ def bucket_ids(buckets, name: str = "buckets", n: int | None = None) -> None:
         raise ValueError(f"buckets must be >= 0 (bucket ids), got a minimum of {int(buckets.min())}")
 
 
-def _members(members, n, name) -> None:
+def cluster_members(members, name: str, *, n: int) -> None:
+    """Positions ``(..., clusters, size)`` in ``[0, n)``, none twice in one cluster."""
     check_tensor(members, name, dtype="integer")
     if members.dim() < 2:
         raise ValueError(f"{name} must have shape (..., clusters, size), got {tuple(members.shape)}")
@@ -44,11 +45,6 @@ def _members(members, n, name) -> None:
         ordered = members.sort(dim=-1).values
         if bool((ordered[..., 1:] == ordered[..., :-1]).any()):
             raise ValueError(f"{name} lists a position twice in one cluster")
-
-
-def hashing_args(x, rotations, block=1024):
-    x_and_rotations(x, rotations)
-    check_settings(block=block)
 
 
 bucket_chunks = settings("buckets", "chunk_size", "same_bucket", buckets=bucket_ids)
@@ -78,18 +74,18 @@ def balanced_args(x, centroids, size, valid=None):
         raise ValueError(f"size must be at most n = {x.shape[-2]} (the vectors to choose from), got {size}")
 
 
-def member_pair(query_members, key_members, n):
-    check_settings(n=n)
-    _members(query_members, n, "query_members")
-    _members(key_members, n, "key_members")
+hashing_args = settings("x", "rotations", "block", x=tensor(dtype="floating"),
+                        rotations=rotations_for_x)
+member_pair = settings("query_members", "key_members", "n", query_members=cluster_members,
+                       key_members=cluster_members)
 
 
 def balanced_routing_qkv(q, k, v, query_members, key_members, *, key_mask=None, dropout_p=0.0):
     self_attention_qkv(q, k, v, key_mask=key_mask, dropout_p=dropout_p,
                        name="balanced_routing_attention")
     n = q.shape[-2]
-    _members(query_members, n, "query_members")
-    _members(key_members, n, "key_members")
+    cluster_members(query_members, "query_members", n=n)
+    cluster_members(key_members, "key_members", n=n)
     if query_members.shape[-2] != key_members.shape[-2]:
         raise ValueError(
             "query_members and key_members must list the same clusters, got "

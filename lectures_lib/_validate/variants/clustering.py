@@ -6,20 +6,23 @@ from __future__ import annotations
 import torch
 
 from ...utils import check_qkv, check_tensor
-from ..settings import check_settings, settings
+from ..settings import check_settings, settings, tensor
 from .shared import key_mask_shape
 
 rotation_sizes = settings("d", "n_buckets", "n_hashes", "heads", "seed")
 
 
-def x_and_rotations(x, rotations):
-    check_tensor(x, "x", dtype="floating")
-    check_tensor(rotations, "rotations", dtype="floating")
+def rotations_for_x(rotations, name: str = "rotations", *, x) -> None:
+    """Random rotations ``(..., n_hashes, d, n_buckets / 2)`` for ``x`` ``(..., n, d)``."""
+    check_tensor(rotations, name, dtype="floating")
     if x.dim() < 2 or rotations.dim() < 3 or rotations.shape[-2] != x.shape[-1]:
         raise ValueError(
             "x must be (..., n, d) and rotations (..., n_hashes, d, n_buckets / 2) with the "
             f"same d, got x {tuple(x.shape)} and rotations {tuple(rotations.shape)}"
         )
+
+
+x_and_rotations = settings("x", "rotations", x=tensor(dtype="floating"), rotations=rotations_for_x)
 
 
 def x_and_centroids(x, centroids):

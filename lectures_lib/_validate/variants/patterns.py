@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch
 
 from ...utils import check_non_negative_int, check_tensor
-from ..settings import check_settings, settings
+from ..settings import settings
 from .shared import global_token_positions
 
 size_and_window = settings("n", "window", "device")
@@ -18,10 +18,8 @@ random_key_count = settings("n", "num_random", "seed")
 random_mask_args = settings("n", "num_random", "seed", "device")
 
 
-def size_and_globals(n, global_positions, device=None):
-    check_settings(n=n)
-    global_token_positions(global_positions, n)
-    check_settings(device=device)
+size_and_globals = settings("n", "global_positions", "device",
+                            global_positions=global_token_positions)
 
 
 def one_mask_per_head(patterns):

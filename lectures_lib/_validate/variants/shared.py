@@ -54,7 +54,7 @@ def self_attention_qkv(q, k, v, *args, need_weights=False, key_mask=None, dropou
     check_settings(**given)
 
 
-def global_token_positions(global_positions: object, n: int, name: str = "global_positions") -> None:
+def global_token_positions(global_positions: object, name: str = "global_positions", *, n: int) -> None:
     """Positions of global tokens: a sequence of ints or a 1-D integer tensor, each in [0, n)."""
     if isinstance(global_positions, (str, bytes)) or not isinstance(
         global_positions, (torch.Tensor, Sequence)

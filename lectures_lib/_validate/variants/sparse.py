@@ -6,13 +6,14 @@ from __future__ import annotations
 from functools import partial
 
 from ...utils import check_tensor
-from ..settings import check_settings, settings
+from ..settings import check_settings, optional, settings
 from .shared import fits, global_token_positions, int_sequence, self_attention_qkv
 
 strided_qkv = partial(self_attention_qkv, name="strided_attention", settings=("stride",))
 
 
-def _key_index(index: object, n: int, lead: tuple[int, ...] | None = None) -> None:
+def key_slots(index: object, name: str = "key_index", *, n: int,
+              lead: tuple[int, ...] | None = None) -> None:
     """``key_index``: integer ``(..., n, slots)`` with entries in ``[-1, n)`` (-1 = an empty
     slot); with ``lead`` (the queries' ``(..., n)``) its leading dimensions must broadcast to it."""
     check_tensor(index, "key_index", dtype="integer")
@@ -29,20 +30,17 @@ def _key_index(index: object, n: int, lead: tuple[int, ...] | None = None) -> No
         )
 
 
-def key_index_pattern(n, key_index, global_positions=None):
-    check_settings(n=n)
-    _key_index(key_index, n)
-    if global_positions is not None:
-        global_token_positions(global_positions, n)
+key_index_pattern = settings("n", "key_index", "global_positions", key_index=key_slots,
+                             global_positions=optional(global_token_positions))
 
 
 def sparse_qkv(q, k, v, key_index, global_positions=None, *, need_weights=False,
                key_mask=None, dropout_p=0.0):
     self_attention_qkv(q, k, v, need_weights=need_weights, key_mask=key_mask, dropout_p=dropout_p,
                        name="sparse_attention")
-    _key_index(key_index, q.shape[-2], lead=q.shape[:-1])
+    key_slots(key_index, n=q.shape[-2], lead=q.shape[:-1])
     if global_positions is not None:
-        global_token_positions(global_positions, q.shape[-2])
+        global_token_positions(global_positions, n=q.shape[-2])
 
 
 def global_qkv(q, k, v, global_positions, *, need_weights=False, key_mask=None,
@@ -54,7 +52,7 @@ def global_qkv(q, k, v, global_positions, *, need_weights=False, key_mask=None,
             "global_positions must be a list of positions or a 1-D integer tensor, e.g. [0], got "
             "None (global attention without global tokens attends to nothing)"
         )
-    global_token_positions(global_positions, q.shape[-2])
+    global_token_positions(global_positions, n=q.shape[-2])
 
 
 def longformer_settings(module, window, dilations, global_positions):
