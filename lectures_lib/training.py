@@ -144,7 +144,7 @@ def evaluate(
         for start in range(0, n, batch_size):
             batch = [t[start : start + batch_size].to(device) for t in data]
             where = f"evaluation batch starting at example {start}"
-            logits, targets = rules.outputs(forward_fn(model, batch), where, ignore_index)
+            logits, targets = rules.forward_outputs(forward_fn(model, batch), where, ignore_index)
             count = _counted(targets, ignore_index)
             if count:
                 correct += accuracy(logits, targets, ignore_index) * count
@@ -212,7 +212,7 @@ def _make_schedule(schedule, optimizer, total_steps, warmup):
     if isinstance(schedule, str):
         return lr_schedule(optimizer, total_steps, schedule, warmup)
     scheduler = schedule(optimizer, total_steps)
-    rules.scheduler(scheduler)  # the factory came from the user
+    rules.stepping_scheduler(scheduler)  # the factory came from the user
     return scheduler
 
 
@@ -318,7 +318,7 @@ def _train_one_epoch(model, train_data, n, batch_size, epoch, generator, optimiz
         where = (f"epoch {epoch + 1}, batch {batch_index + 1} of {math.ceil(n / batch_size)}, "
                  f"optimiser step {step + 1}")
         batch = [t[rows].to(device) for t in train_data]
-        logits, targets = rules.outputs(forward_fn(model, batch), where, ignore_index)
+        logits, targets = rules.forward_outputs(forward_fn(model, batch), where, ignore_index)
         count = _counted(targets, ignore_index)
         if count == 0:  # every target is ignore_index: nothing to learn, nothing to add
             continue

@@ -32,7 +32,7 @@ def ignore_id(value: object, name: str = "ignore_index", *, allow_none: bool = T
         )
 
 
-def dataset(data: object, name: str) -> int:
+def tensor_dataset(data: object, name: str) -> int:
     """``data`` must be a non-empty tuple of tensors sharing their first dimension; returns it."""
     if not isinstance(data, (tuple, list)) or len(data) < 2:
         raise TypeError(
@@ -53,7 +53,7 @@ def dataset(data: object, name: str) -> int:
     return n
 
 
-def outputs(output: object, where: str, ignore_index: int | None) -> tuple:
+def forward_outputs(output: object, where: str, ignore_index: int | None) -> tuple:
     """``forward_fn``'s result must be ``(logits (..., C), targets (...))`` with class ids in
     ``[0, C)`` (or ``ignore_index``): checked on every batch, before anything is updated."""
     if not isinstance(output, (tuple, list)) or len(output) != 2:
@@ -82,14 +82,14 @@ def outputs(output: object, where: str, ignore_index: int | None) -> tuple:
 
 def ce_inputs(logits: object, targets: object, ignore_index: object = -100) -> None:
     ignore_id(ignore_index, allow_none=False)
-    outputs((logits, targets), "cross_entropy", ignore_index)
+    forward_outputs((logits, targets), "cross_entropy", ignore_index)
 
 
 def logits_and_targets(logits: object, targets: object, ignore_index: object = None) -> None:
-    outputs((logits, targets), "accuracy", ignore_index)
+    forward_outputs((logits, targets), "accuracy", ignore_index)
 
 
-def a_module(model: object, name: str = "model") -> None:
+def torch_module(model: object, name: str = "model") -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"{name} must be a torch.nn.Module, got {type(model).__name__}")
 
@@ -103,10 +103,10 @@ def batch_tuple(model: object, batch: object) -> None:
         )
 
 
-a_forward_fn = partial(optional_callable,
+forward_fn_or_none = partial(optional_callable,
                        signature="forward_fn(model, batch) -> (logits, targets)")
 evaluate_args = settings("model", "data", "batch_size", "forward_fn", "ignore_index", "device",
-                         model=a_module, data=dataset, forward_fn=a_forward_fn, ignore_index=ignore_id)
+                         model=torch_module, data=tensor_dataset, forward_fn=forward_fn_or_none, ignore_index=ignore_id)
 
 
 def nonempty_history(values: list) -> None:
@@ -137,7 +137,7 @@ def named_schedule(schedule: object, warmup: object) -> None:
         raise ValueError(f"warmup is a fraction of the steps, in [0, 1), got {warmup!r}")
 
 
-def scheduler(scheduler: object) -> None:
+def stepping_scheduler(scheduler: object) -> None:
     if not callable(getattr(scheduler, "step", None)):
         raise TypeError(
             "the schedule factory must return a scheduler with a step() method (e.g. a "
@@ -158,7 +158,7 @@ def fit_args(model, train_data, *, epochs, batch_size=64, lr=3e-3, schedule="war
              warmup=0.1, weight_decay=0.0, betas=(0.9, 0.999), eval_data=None, forward_fn=None,
              ignore_index=None, grad_clip=1.0, seed=0, device=None, progress=True, desc="training",
              after_step=None, after_epoch=None) -> None:
-    a_module(model)
+    torch_module(model)
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("model has no trainable parameters (none with requires_grad=True)")
     check_settings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
@@ -170,7 +170,7 @@ def fit_args(model, train_data, *, epochs, batch_size=64, lr=3e-3, schedule="war
     check_settings(progress=progress)
     if not isinstance(desc, str):
         raise TypeError(f"desc must be a str (the progress bar's label), got {type(desc).__name__} ({desc!r})")
-    a_forward_fn(forward_fn, "forward_fn")
+    forward_fn_or_none(forward_fn, "forward_fn")
     optional_callable(after_step, "after_step", "after_step(step, model)")
     optional_callable(after_epoch, "after_epoch", "after_epoch(epoch, model)")
     if not isinstance(schedule, str) and not callable(schedule):
@@ -181,9 +181,9 @@ def fit_args(model, train_data, *, epochs, batch_size=64, lr=3e-3, schedule="war
     if isinstance(schedule, str):
         named_schedule(schedule, warmup)
     beta_pair(betas)
-    dataset(train_data, "train_data")
+    tensor_dataset(train_data, "train_data")
     if eval_data is not None:
-        dataset(eval_data, "eval_data")
+        tensor_dataset(eval_data, "eval_data")
     check_settings(device=device)
 
 

@@ -32,7 +32,7 @@ __all__ = [
 CHUNK = 64  # causal linear attention: queries per chunk (an N x CHUNK block at most)
 
 
-@validated(rules.floating_x)
+@validated(rules.floating_tensor)
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     r""":math:`\phi(x) = \operatorname{elu}(x) + 1`, positive everywhere (Katharopoulos et al. 2020).
 

@@ -11,7 +11,7 @@ from .clustering import rotations_for_x
 from .shared import fits, self_attention_qkv
 
 
-def _lead(shape, lead, name) -> None:
+def leading_fit(shape, lead, name) -> None:
     if not fits(shape, lead):
         raise ValueError(
             f"the leading dimensions of {name} {tuple(shape)} must equal those of q {tuple(lead)} "
@@ -55,7 +55,7 @@ def lsh_chunked_qkv(q, k, v, buckets, chunk_size, *, same_bucket=True, exclude_s
     self_attention_qkv(q, k, v, key_mask=key_mask, dropout_p=dropout_p,
                        name="lsh_chunked_attention", why=" (queries and keys share one sort order)")
     bucket_ids(buckets, n=q.shape[-2])
-    _lead(buckets.shape[:-2], q.shape[:-2], "buckets")
+    leading_fit(buckets.shape[:-2], q.shape[:-2], "buckets")
     check_settings(chunk_size=chunk_size, same_bucket=same_bucket, exclude_self=exclude_self)
 
 
@@ -97,8 +97,8 @@ def balanced_routing_qkv(q, k, v, query_members, key_members, *, key_mask=None, 
             f"(..., clusters >= 1, size), got {tuple(query_members.shape)} and "
             f"{tuple(key_members.shape)}"
         )
-    _lead(query_members.shape[:-2], q.shape[:-2], "query_members")
-    _lead(key_members.shape[:-2], q.shape[:-2], "key_members")
+    leading_fit(query_members.shape[:-2], q.shape[:-2], "query_members")
+    leading_fit(key_members.shape[:-2], q.shape[:-2], "key_members")
 
 
 def square_allowed(allowed):

@@ -9,7 +9,7 @@ import torch
 from ...utils import check_qkv, check_tensor
 from ..settings import check_settings, settings, tensor
 
-floating_x = settings("x", x=tensor(dtype="floating"))
+floating_tensor = settings("x", x=tensor(dtype="floating"))
 
 
 def linear_qkv(q, k, v, feature_map=None, causal=False):
