@@ -9,9 +9,11 @@ library, as PyTorch keeps ``_mha_shape_check`` and ``_canonical_mask`` apart fro
 (see :func:`lectures_lib.utils.validated`); a rule takes the arguments of the function it guards
 (``self`` included) and raises a learner-readable error naming the argument, what was expected and
 what it got. A module's overridable ``check_inputs`` hook is itself the door of its ``forward``
-(``@validated("check_inputs")``). Settings are checked by one declarative rule,
-``settings.check_settings(d_model=d_model, dropout=dropout, ...)``: one rule per setting name,
-the same everywhere. Constructors check their settings on their first line (a module built inside
+(``@validated("check_inputs")``); a stack's door is its layers' rule. Settings are checked by one
+declarative rule, ``settings.check_settings(d_model=d_model, dropout=dropout, ...)``: one rule per
+setting name, the same everywhere; a door whose arguments each have a rule is a declaration,
+``settings("n", "global_positions", "device", global_positions=global_token_positions)`` (that
+rule checks the positions against ``n``). Constructors check their settings on their first line (a module built inside
 another one is still checked: the factories that build it may come from the learner). Rules are
 named for the concern (``qkv_and_mask``, ``mha_shape_check``, ``token_ids``), never like the
 public function they guard, and one rule serves every entry point that takes the same arguments.
