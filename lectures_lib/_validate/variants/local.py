@@ -8,7 +8,7 @@ from functools import partial
 from ...utils import check_tensor
 from .shared import self_attention_qkv
 
-local_qkv = partial(self_attention_qkv, name="local attention", settings=("window",),
+local_qkv = partial(self_attention_qkv, name="local attention", setting_names=("window",),
                     why=" (query i looks at keys i - window ... i + window)")
 
 

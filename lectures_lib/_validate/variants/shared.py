@@ -34,11 +34,11 @@ def key_mask_shape(mask: object, leading_shape: tuple[int, ...] | torch.Size) ->
 
 
 def self_attention_qkv(q, k, v, *args, need_weights=False, key_mask=None, dropout_p=0.0,
-                       name: str, why: str = "", settings: tuple[str, ...] = (), **named) -> None:
+                       name: str, why: str = "", setting_names: tuple[str, ...] = (), **named) -> None:
     """What every efficient self-attention function ``f(q, k, v, *settings, need_weights=False,
     key_mask=None, dropout_p=0.0)`` checks: q, k, v with as many queries as keys, the flags, the
-    key mask, then its ``settings`` (by the settings' rules). With every setting named, it is a
-    door: ``partial(self_attention_qkv, name="strided_attention", settings=("stride",))``."""
+    key mask, then its ``setting_names`` (by the settings' rules). With them named, it is a
+    door: ``partial(self_attention_qkv, name="strided_attention", setting_names=("stride",))``."""
     check_qkv(q, k, v)
     if k.shape[-2] != q.shape[-2]:
         raise ValueError(
@@ -49,8 +49,8 @@ def self_attention_qkv(q, k, v, *args, need_weights=False, key_mask=None, dropou
     if key_mask is not None:
         key_mask_shape(key_mask, q.shape[:-1])
     check_settings(dropout_p=dropout_p)
-    given = dict(zip(settings, args))
-    given.update((setting, named[setting]) for setting in settings if setting in named)
+    given = dict(zip(setting_names, args))
+    given.update((setting, named[setting]) for setting in setting_names if setting in named)
     check_settings(**given)
 
 

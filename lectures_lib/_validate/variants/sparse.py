@@ -9,7 +9,7 @@ from ...utils import check_tensor
 from ..settings import check_settings, optional, settings
 from .shared import fits, global_token_positions, int_sequence, self_attention_qkv
 
-strided_qkv = partial(self_attention_qkv, name="strided_attention", settings=("stride",))
+strided_qkv = partial(self_attention_qkv, name="strided_attention", setting_names=("stride",))
 
 
 def key_slots(index: object, name: str = "key_index", *, n: int,
