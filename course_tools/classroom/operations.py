@@ -309,6 +309,30 @@ def _runs(hub_dir: Path, student: str) -> list[tuple[datetime, Path]]:
     return found
 
 
+def _released(hub_dir: Path, assignment: str | None):
+    """The released assignment ``assignment`` (hub release), or None (none named, or never
+    released: a plain name for nbgrader's layout)."""
+    if assignment is None:
+        return None
+    from course_tools.classroom import assignments as lifecycle
+
+    if not lifecycle.path_of(hub_dir, assignment).is_file():
+        return None
+    return lifecycle.load(hub_dir, assignment)
+
+
+def judged_deadline(hub_dir: Path, assignment: str | None, deadline: datetime | None
+                    ) -> datetime | None:
+    """The deadline :func:`collect` judges lateness by (aware): ``deadline`` (naive: the hub's
+    local time), else the released assignment's; None without either."""
+    if deadline is None:
+        released = _released(hub_dir, assignment)
+        deadline = released.deadline if released is not None else None
+    if deadline is not None and deadline.tzinfo is None:
+        deadline = deadline.astimezone()  # a naive deadline is the hub's local time
+    return deadline
+
+
 def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
             notebooks: list[str] | None = None, deadline: datetime | None = None
             ) -> list[Collected]:
@@ -322,15 +346,10 @@ def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
         raise ValueError(f"assignment must be a plain name (letters, digits, _ or -), "
                          f"got {assignment!r}")
     wanted = None if not notebooks else {Path(name).stem for name in notebooks}
-    released = None  # a released assignment (hub release): its notebooks, deadline, versions
-    if assignment is not None:
-        from course_tools.classroom import assignments as lifecycle
-
-        if lifecycle.path_of(hub_dir, assignment).is_file():
-            released = lifecycle.load(hub_dir, assignment)
-            wanted, deadline = wanted or set(released.notebooks), deadline or released.deadline
-    if deadline is not None and deadline.tzinfo is None:
-        deadline = deadline.astimezone()  # a naive deadline is the hub's local time
+    released = _released(hub_dir, assignment)  # its notebooks, deadline, versions (or None)
+    if released is not None:
+        wanted = wanted or set(released.notebooks)
+    deadline = judged_deadline(hub_dir, assignment, deadline)
     collected = []
     for student, language in sorted(_class(hub_dir).items()):
         chosen = None
@@ -338,7 +357,9 @@ def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
             files = sorted((p.name, p) for p in run.glob("*.ipynb")
                            if p.is_file() and (wanted is None or p.stem in wanted))
             if released is not None:  # NAME.ipynb or a correction NAME.vN.ipynb, as NAME.ipynb
-                picked = lifecycle.pick_submitted(released, language, [
+                from course_tools.classroom.assignments import pick_submitted
+
+                picked = pick_submitted(released, language, [
                     p for p in run.glob("*.ipynb") if p.is_file()])
                 files = [(f"{stem}.ipynb", picked[stem]) for stem in sorted(picked)
                          if stem in wanted]
@@ -390,6 +411,7 @@ def _collect_main(argv: list[str]) -> int:
     try:
         rows = collect(args.hub_dir, args.out, assignment=args.assignment,
                        notebooks=args.notebook, deadline=deadline)
+        deadline = judged_deadline(args.hub_dir, args.assignment, deadline)  # collect's own
     except ValueError as error:
         parser.error(str(error))
     for row in rows:
@@ -402,8 +424,9 @@ def _collect_main(argv: list[str]) -> int:
     missing = [row.student for row in rows if row.folder is None]
     late = [row.student for row in rows if row.late]
     print(f"{len(rows) - len(missing)} of {len(rows)} collected; no submission: "
-          f"{', '.join(missing) or 'none'}" + (f"; late: {', '.join(late) or 'none'}"
-                                              if deadline is not None or late else ""))
+          f"{', '.join(missing) or 'none'}" + (
+              f"; late: {', '.join(late) or 'none'} (deadline {deadline:%Y-%m-%d %H:%M:%S %z})"
+              if deadline is not None else ""))
     return 0
 
 

@@ -189,6 +189,35 @@ def test_collect_of_a_released_assignment_takes_its_notebooks_its_deadline_and_t
     assert stamp == datetime(2026, 12, 5, 13, 5).astimezone()
 
 
+@pytest.mark.parametrize("late_minutes", [None, 5])
+def test_collects_summary_judges_by_the_released_deadline_without_deadline_on_the_command_line(
+        tmp_path, capsys, late_minutes):
+    """``hub collect --assignment ps1`` of a released assignment prints who was late against
+    its own deadline, also when nobody was (``late: none``), with that deadline."""
+    from course_tools.classroom.operations import main
+
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "class.json").write_text(json.dumps([
+        {"username": name, "language": "en"} for name in ("ann", "ben")]))
+    deadline = datetime(2026, 12, 5, 12, 0).astimezone()
+    A.save(hub, _assignment(deadline=deadline, releases=(
+        A.Release(1, "t", {"en": {"01_self_attention": A.fingerprint(_nb("pass"))}}),)))
+    when = deadline + timedelta(minutes=late_minutes or -5)
+    run = hub / "exchange" / "ann" / f"{when:%Y%m%dT%H%M%S}-abc123"
+    run.mkdir(parents=True)
+    (run / "01_self_attention.ipynb").write_text(json.dumps(_nb("x = 1")))
+    assert main(["collect", str(hub), str(tmp_path / "submitted"), "--assignment", "ps1"]) == 0
+    summary = capsys.readouterr().out.splitlines()[-1]
+    assert summary.startswith("1 of 2 collected; no submission: ben; late: ")
+    assert summary.endswith(f"late: {'ann' if late_minutes else 'none'} (deadline "
+                            f"{deadline:%Y-%m-%d %H:%M:%S %z})"), summary
+    capsys.readouterr()
+    (hub / "assignments" / "ps1.json").unlink()  # a plain name, no deadline: no late list
+    assert main(["collect", str(hub), str(tmp_path / "plain"), "--assignment", "ps1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 of 2 collected; no submission: ben"
+
+
 @pytest.mark.slow  # nbgrader generate_assignment of the seven notebooks: about 30 s
 def test_the_hubs_release_is_nbgraders_release_in_every_language(tmp_path):
     """Every graded or locked cell of the student version the hub releases (any language) has
