@@ -153,6 +153,24 @@ def test_language_from_the_environment_the_session_or_the_folder(monkeypatch, tm
     assert messages.notebook_language() == "en"  # a bad setting never breaks a check
 
 
+def test_a_collected_submissions_language_file_beats_the_graders_own_setting(monkeypatch,
+                                                                            tmp_path):
+    """nbgrader runs a submission's notebook in its folder, where ``hub collect`` wrote
+    ``language.txt``: the student's language, whatever the grader's environment says."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv("LECTURES_LANG", "en")  # the instructor's
+    monkeypatch.chdir(tmp_path)
+    for written, expected in (("zh-TW", "zh-Hant"), ("zh-CN\n", "zh-Hans"), ("klingon", "en"),
+                              ("", "en")):
+        (tmp_path / "language.txt").write_text(written)
+        assert messages.notebook_language() == expected, written
+    (tmp_path / "language.txt").write_bytes(b"\xff\xfe")  # not text: never breaks a check
+    assert messages.notebook_language() == "en"
+    (tmp_path / "language.txt").unlink()
+    (tmp_path / "language.txt").mkdir()
+    assert messages.notebook_language() == "en"
+
+
 def _unscaled(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1)  # the mistake: no / sqrt(d_k)
     if mask is not None:
