@@ -146,7 +146,7 @@ def test_the_student_version_comes_from_the_installed_course_in_each_language():
 
 def test_collect_of_a_released_assignment_takes_its_notebooks_its_deadline_and_the_edited_copy(
         tmp_path):
-    from course_tools.classroom.operations import collect
+    from course_tools.classroom.collect import collect
 
     hub = tmp_path / "hub"
     hub.mkdir()
@@ -194,7 +194,7 @@ def test_collects_summary_judges_by_the_released_deadline_without_deadline_on_th
         tmp_path, capsys, late_minutes):
     """``hub collect --assignment ps1`` of a released assignment prints who was late against
     its own deadline, also when nobody was (``late: none``), with that deadline."""
-    from course_tools.classroom.operations import main
+    from course_tools.classroom.hub import main
 
     hub = tmp_path / "hub"
     hub.mkdir()
