@@ -138,7 +138,8 @@ def main(argv: list[str]) -> int:
                         "the latest submission that holds it")
     parser.add_argument("--deadline", default=None, metavar="TIME",
                         help="ISO time (e.g. 2026-12-05T23:59, the hub's local time unless it "
-                        "names a zone): submissions after it are listed as late")
+                        "names a zone): submissions after it are listed as late (default: "
+                        "a released assignment's own deadline)")
     args = parser.parse_hub(argv)
     deadline = None
     if args.deadline is not None:
