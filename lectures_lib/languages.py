@@ -60,8 +60,11 @@ def submission_language(folder: str | os.PathLike) -> str | None:
     if not isinstance(folder, (str, os.PathLike)):
         raise TypeError(f"folder must be a path (str or os.PathLike), got "
                         f"{type(folder).__name__}")
+    path = Path(folder) / SUBMISSION_FILE
     try:
-        with open(Path(folder) / SUBMISSION_FILE, encoding="utf-8") as file:
+        if not path.is_file():  # none, or a folder or pipe: never waited on
+            return None
+        with open(path, encoding="utf-8") as file:
             return normalise_language(file.read(40).strip())
     except (OSError, ValueError, UnicodeDecodeError):
         return None

@@ -1,6 +1,7 @@
 """The checkers speak the notebook's language: verdicts and named mistakes from one catalogue."""
 
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -168,6 +169,9 @@ def test_a_collected_submissions_language_file_beats_the_graders_own_setting(mon
     assert messages.notebook_language() == "en"
     (tmp_path / "language.txt").unlink()
     (tmp_path / "language.txt").mkdir()
+    assert messages.notebook_language() == "en"
+    (tmp_path / "language.txt").rmdir()
+    os.mkfifo(tmp_path / "language.txt")  # a pipe nobody writes: never waited on
     assert messages.notebook_language() == "en"
 
 
