@@ -2,9 +2,10 @@
 release → edit → re-release a corrected notebook → submit (one late, one not at all) → collect
 → grade (the course grader, in its sandbox; nbgrader in the sandboxed kernel) → grade a written
 answer by hand in nbgrader's formgrader (its server and HTTP API) → feedback into each
-submitter's folder → one gradebook CSV, the same from both graders.
+submitter's folder, the checkers' messages in the student's language in both graders' feedback
+→ one gradebook CSV, the same from both graders.
 
-Three students (en, zh-CN, zh-TW) are made by ``hub --create-users --config-only`` and removed
+Four students (en, zh-CN, zh-TW who does not submit, zh-TW who does) are made by ``hub --create-users --config-only`` and removed
 by ``hub remove-class --remove-homes``. No hub runs: what a student does in JupyterLab is done as
 that Unix user (their edits written by a process of theirs; the submit service's ``submit``,
 which reads their folder as them). Skips, naming what is missing: root, bubblewrap, nbgrader, a
@@ -17,6 +18,7 @@ import io
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -39,13 +41,17 @@ if sandbox_problem():
     pytest.skip(f"the lifecycle test grades in the sandbox: {sandbox_problem()}",
                 allow_module_level=True)
 
-from .test_hub_browser import _class_python, _exists  # noqa: E402
+from .hub_helpers import class_python, exists  # noqa: E402
 
 TAG = f"lc{os.getpid() % 10000}"
-ALICE, BOB, CHEN = f"{TAG}a", f"{TAG}b", f"{TAG}c"
-LANGUAGES = {ALICE: "en", BOB: "zh-CN", CHEN: "zh-TW"}
+ALICE, BOB, CHEN, DAI = f"{TAG}a", f"{TAG}b", f"{TAG}c", f"{TAG}d"
+LANGUAGES = {ALICE: "en", BOB: "zh-CN", CHEN: "zh-TW", DAI: "zh-TW"}
 NOTEBOOK = "01_self_attention"
-FOLDERS = {ALICE: "student", BOB: "student/zh-Hans", CHEN: "student/zh-Hant"}
+FOLDERS = {ALICE: "student", BOB: "student/zh-Hans", CHEN: "student/zh-Hant",
+           DAI: "student/zh-Hant"}
+# A checker's verdict as CheckResult's HTML shows it (nbgrader's feedback keeps that output):
+# "<b>additive_attention: 通過</b>", in the student's language.
+VERDICT = re.compile(r"<b>\w+: (passed|failed|通过|未通过|通過|未通過)</b>")
 CORRECT = '''import sys
 import course_tools.classroom.assignments as A
 from course_tools.classroom.handout import main
@@ -166,12 +172,12 @@ def _grade_by_hand(course: Path, env: dict, student: str, grade_name: str, point
 def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_graders():
     if os.geteuid() != 0:
         pytest.skip("the students are Unix users: run as root")
-    assert not any(_exists(name, pwd) for name in LANGUAGES), f"test users {TAG}* exist"
+    assert not any(exists(name) for name in LANGUAGES), f"test users {TAG}* exist"
     folder = Path(tempfile.mkdtemp(prefix="course-lifecycle-", dir="/tmp"))
     os.chmod(folder, 0o711)
     (folder / "class.csv").write_text("username,language\n" + "".join(
         f"{name},{language}\n" for name, language in LANGUAGES.items()))
-    python = _class_python(folder)
+    python = class_python(folder)
     hub = folder / "hub"
     course = folder / "course"  # nbgrader's course folder; hub collect writes its submitted/
     try:
@@ -191,13 +197,15 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
         assert "截止時間" in (released[CHEN].parent / "ASSIGNMENT-ps1.md").read_text()
         assert "练习" in released[BOB].read_text(encoding="utf-8")  # the zh-CN edition
 
-        # 2. alice solves the code, bob answers in writing only, chen does nothing
+        # 2. alice and dai solve the code, bob answers in writing only, chen does nothing
         alice_work = _solved(released[ALICE], "en")
         _write_as(python, ALICE, released[ALICE], alice_work)
+        _write_as(python, DAI, released[DAI], _solved(released[DAI], "zh-Hant"))
         _write_as(python, BOB, released[BOB], _answered(released[BOB]))
         submit = ("import sys; from pathlib import Path; from course_tools.classroom.submit "
                   "import submit; print(submit(Path(sys.argv[1]), sys.argv[2]))")
         _run(python, "-c", submit, str(hub), ALICE, cwd=folder)
+        _run(python, "-c", submit, str(hub), DAI, cwd=folder)
 
         # 3. a corrected notebook, and the deadline now: alice's and bob's work kept, chen's
         # untouched copy replaced
@@ -220,7 +228,7 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
         printed = _run(python, "-m", "course_tools", "hub", "collect", str(hub),
                        str(course / "submitted"), "--assignment", "ps1", cwd=folder)
         assert f"no submission: {CHEN}; late: {BOB}" in printed, printed
-        for name in (ALICE, BOB):
+        for name in (ALICE, BOB, DAI):
             assert sorted(p.name for p in (course / "submitted" / name / "ps1").iterdir()) == [
                 f"{NOTEBOOK}.ipynb", "language.txt", "timestamp.txt"]
 
@@ -229,8 +237,9 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
              "json", "--output", str(folder / "grades.jsonl"), "--quiet", cwd=folder)
         reports = {Path(r["submission"]).parts[-3]: r for r in map(
             json.loads, (folder / "grades.jsonl").read_text().splitlines())}
-        assert sorted(reports) == [ALICE, BOB]
+        assert sorted(reports) == [ALICE, BOB, DAI]
         assert reports[ALICE]["score"] == reports[ALICE]["max_score"] > 0
+        assert reports[DAI]["score"] == reports[ALICE]["score"]
         assert reports[BOB]["score"] == 0
         bob_ex1 = next(r for r in reports[BOB]["exercises"] if r["id"] == f"{NOTEBOOK}-ex1")
         assert "未通过" in bob_ex1["message"], bob_ex1  # zh-CN's checker verdict
@@ -264,8 +273,9 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
         exported = _csv((course / "grades.csv").read_text())
         from course_tools.grading._report import format_nbgrader_csv
 
-        per_notebook = _csv(format_nbgrader_csv([reports[ALICE], reports[BOB]], [ALICE, BOB]))
-        for name in (ALICE, BOB):  # nbgrader's own export: the same names, points and maxima
+        per_notebook = _csv(format_nbgrader_csv([reports[n] for n in (ALICE, BOB, DAI)],
+                                                [ALICE, BOB, DAI]))
+        for name in (ALICE, BOB, DAI):  # nbgrader's own export: the same names, points and maxima
             assert {k: exported[name][k] for k in ("assignment", "raw_score", "max_score")} == \
                 {k: rows[name][k] for k in ("assignment", "raw_score", "max_score")}
             # and grade --format nbgrader-csv (one notebook: its row is the assignment's)
@@ -286,8 +296,8 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
         printed = _run(python, "-m", "course_tools", "hub", "feedback", str(hub), "ps1",
                        "--reports", str(folder / "grades.jsonl"), "--nbgrader", str(course),
                        cwd=folder)
-        assert "feedback for 2 student(s)" in printed, printed
-        for name in (ALICE, BOB):
+        assert "feedback for 3 student(s)" in printed, printed
+        for name in (ALICE, BOB, DAI):
             box = homes[name] / "course" / "feedback" / "ps1"
             assert box.stat().st_mode & 0o777 == 0o700 and box.stat().st_uid == pwd.getpwnam(
                 name).pw_uid
@@ -302,12 +312,20 @@ def test_release_submit_collect_grade_feedback_and_one_gradebook_from_both_grade
         assert "# 反馈：ps1" in bob_text and "未通过" in bob_text
         assert "1.5 / 2" in bob_text and "Right direction; say why." in bob_text
         assert "迟交扣分 0.75" in bob_text
+        dai_text = (homes[DAI] / "course/feedback/ps1/feedback.md").read_text()
+        assert "# 回饋：ps1" in dai_text and "通過" in dai_text and "通过" not in dai_text
+        # nbgrader's HTML feedback: its kernel ran each notebook in the student's language
+        # (language.txt beside the submission), so the checkers' verdicts are theirs
+        verdicts = {name: {m for m in VERDICT.findall(
+            (homes[name] / f"course/feedback/ps1/{NOTEBOOK}.html").read_text())}
+            for name in (ALICE, BOB, DAI)}
+        assert verdicts == {ALICE: {"passed"}, BOB: {"未通过"}, DAI: {"通過"}}, verdicts
         assert not (homes[CHEN] / "course" / "feedback").exists()
     finally:
         subprocess.run([str(python) if "python" in locals() else sys.executable, "-m",
                         "course_tools", "hub", "remove-class", str(hub), "--remove-homes"],
                        cwd=folder, capture_output=True)
         for name in LANGUAGES:  # what remove-class could not (e.g. the hub's set-up failed)
-            if _exists(name, pwd):
+            if exists(name):
                 subprocess.run(["userdel", "--remove", name], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)

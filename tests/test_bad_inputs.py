@@ -720,6 +720,7 @@ ROWS: list[Row] = [
     R(course.stored_benchmark, "a path, not a name", lambda: course.stored_benchmark("benchmarks/long_range.json"), ValueError, "name must be a file name in benchmarks/"),
     R(languages.normalise_language, "an int", lambda: languages.normalise_language(3), TypeError, "language must be a str"),
     R(languages.normalise_language, "fr", lambda: languages.normalise_language("fr"), ValueError, "language must be one of en, zh-Hans (zh-CN), zh-Hant (zh-TW)"),
+    R(languages.submission_language, "an int", lambda: languages.submission_language(3), TypeError, "folder must be a path (str or os.PathLike), got int"),
     R(course.stored_benchmark, "an int name", lambda: course.stored_benchmark(3), ValueError, "name must be a file name in benchmarks/"),
     # grading
     R(grading.grade_submission, "path an int", lambda: grading.grade_submission(3), TypeError, "path must be a path"),

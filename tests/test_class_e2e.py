@@ -29,12 +29,10 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -42,6 +40,7 @@ import pytest
 
 from .browser_helpers import require_playwright
 from .conftest import require_system_package
+from .hub_helpers import exists, free_ports, remove_users, wait_for
 from .test_installed_course import _clean_env, wheel  # noqa: F401 - the wheel fixture
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
@@ -65,41 +64,6 @@ NOTE_TITLE = {"en": f"# Assignment {ASSIGNMENT}", "zh-CN": f"# 作业 {ASSIGNMEN
 # fit in it (the test says so when they do not); the late student submits after it
 DEADLINE_S = 240
 TIMES: dict[str, float] = {}  # each step's seconds, printed at the end (the README's figures)
-
-
-def _exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-def _free_ports(count: int = 4) -> int:
-    """The first of ``count`` consecutive free ports on 127.0.0.1 (the hub uses four)."""
-    for base in range(20000 + os.getpid() % 5000 * 4 + 2, 60000, 4):
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError(f"no {count} free ports")
-
-
-def _wait_for(url: str, server: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"the hub exited ({server.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError(f"the hub did not answer at {url}:\n{log.read_text()[-3000:]}")
 
 
 class _Clock:
@@ -251,10 +215,10 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
     assert all(Path(p).is_relative_to(venv) for p in where[:2]), where
 
     for name in [*STUDENTS, ADMIN]:
-        assert not _exists(name), f"test user {name} already exists"
+        assert not exists(name), f"test user {name} already exists"
     (folder / "class.csv").write_text(
         "username,language\n" + "".join(f"{n},{lang}\n" for n, lang in STUDENTS.items()))
-    port = _free_ports()
+    port = free_ports()
     url = f"http://127.0.0.1:{port}"
     log = (folder / "hub.log").open("w")
     hub = subprocess.Popen([python, "-m", "course_tools", "hub", "class.csv", "--dir", "hub",
@@ -265,7 +229,7 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
     contexts = []
     try:
         with _Clock("hub up"):
-            _wait_for(f"{url}/hub/login", hub, folder / "hub.log")
+            wait_for(f"{url}/hub/login", hub, folder / "hub.log")
         with (hub_dir / "passwords.csv").open() as file:
             passwords = {row["username"]: row["password"] for row in csv.DictReader(file)}
         assert passwords.keys() == STUDENTS.keys()
@@ -374,17 +338,11 @@ def test_a_term_from_the_wheel_release_submit_collect_grade_and_remove(installed
         with _Clock("remove-class"):
             removed = course("hub", "remove-class", "hub", "--remove-homes")
         assert re.search(r"removed users: (.*)", removed), removed
-        assert all(not _exists(name) for name in STUDENTS), removed
+        assert all(not exists(name) for name in STUDENTS), removed
     finally:
         _stop(hub, contexts)
         log.close()
-        for name in STUDENTS:  # what a failure left behind
-            for _ in range(10):
-                if not _exists(name):
-                    break
-                subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
-                time.sleep(1)
-                subprocess.run(["userdel", "--remove", name], capture_output=True)
+        remove_users(STUDENTS, check=False)  # what a failure left behind
         print((folder / "hub.log").read_text()[-4000:])
         print(json.dumps(TIMES, indent=1))
 
@@ -422,7 +380,7 @@ def _grade_on_cluster(folder: Path, venv: Path, env: dict, submissions: list[str
     here, on this throwaway machine only), grade --scheduler; the gradebook's scores."""
     python, dask = str(venv / "bin" / "python"), str(venv / "bin" / "dask")
     _run([python, "-m", "course_tools", "grading-tls", "tls"], folder, env)
-    port = _free_ports(1)
+    port = free_ports(1)
     address = f"tls://127.0.0.1:{port}"
 
     def tls(role: str) -> list[str]:

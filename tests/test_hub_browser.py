@@ -13,174 +13,30 @@ bubblewrap, Chromium.
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import json
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import sysconfig
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from course_tools.classroom.hub import hub_problem
-from course_tools.grading.sandbox import sandbox_problem
-
-from .browser_helpers import require_playwright
-from .conftest import require_system_package
+from .hub_helpers import require_hub, run_as, running_hub
 
 pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
-
-for _package in ("configurable-http-proxy", "bubblewrap", "chromium"):
-    require_system_package(_package, module_level=True)  # skips naming it; fails under CI
-
-ROOT = Path(__file__).resolve().parent.parent
-PROBLEM = hub_problem(check_python=False) or sandbox_problem()
-if PROBLEM:
-    pytest.skip(f"the hub test needs it: {PROBLEM}", allow_module_level=True)
-sync_api = require_playwright()
+sync_api = require_hub()  # skips naming what is missing; fails under CI
 
 NOTEBOOK = "01_self_attention.ipynb"
 STUDENTS = {f"hubtest{os.getpid() % 10000}a": "en", f"hubtest{os.getpid() % 10000}b": "zh-CN"}
 FOLDERS = {"en": "student", "zh-CN": "student/zh-Hans"}
 
 
-def _free_ports(count: int = 4) -> int:
-    for base in range(20000 + os.getpid() % 5000 * 4, 60000, 4):
-        try:
-            sockets = []
-            for port in range(base, base + count):
-                s = socket.socket()
-                sockets.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
-    raise RuntimeError("no four free ports")
-
-
-def _as(user: str, *command: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["runuser", "-u", user, "--", *command], capture_output=True, text=True)
-
-
-def _class_python(folder: Path) -> Path:
-    """A Python the students can execute: this one, or (when it lies in a private folder such as
-    /root/.pyenv) a virtual environment of the system's Python of the same version, with this
-    environment's packages and the clone on a .pth line, its Jupyter folders linked."""
-    if _as("nobody", sys.executable, "-c", "pass").returncode == 0:
-        return Path(sys.executable)
-    base = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-    if not base.exists() or _as("nobody", str(base), "-c", "pass").returncode != 0:
-        pytest.skip(f"the hub test needs a Python {sys.version_info.major}."
-                    f"{sys.version_info.minor} that other users can execute: {sys.executable} "
-                    f"is private and {base} is missing")
-    venv = folder / "python"
-    subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                              "['purelib'])"], capture_output=True, text=True, check=True)
-    site = sysconfig.get_paths()["purelib"]
-    Path(purelib.stdout.strip(), "course.pth").write_text(f"{ROOT}\n{site}\n")
-    for data in ("etc/jupyter", "share/jupyter"):  # JupyterLab's server config and its assets
-        (venv / data).parent.mkdir(exist_ok=True)
-        (venv / data).symlink_to(Path(sys.prefix) / data)
-    return python
-
-
-@contextlib.contextmanager
-def running_hub(students: dict[str, str], *options: str, subdomains: bool = False):
-    """A hub for ``students`` ({user: language}, created as Unix users, removed afterwards),
-    started as ``python -m course_tools hub CLASS --create-users *options``; yields (url, hub
-    folder, passwords). ``subdomains``: each student and service on a subdomain of
-    ``localhost`` (``--subdomain-host``; Chromium resolves ``*.localhost`` itself)."""
-    import pwd
-
-    existing = [name for name in students if _exists(name, pwd)]
-    assert not existing, f"test users already exist: {existing}"
-    folder = Path(tempfile.mkdtemp(prefix="course-hub-", dir="/tmp"))
-    os.chmod(folder, 0o711)  # the students' servers read the hub's kernel spec below it
-    class_list = folder / "class.csv"
-    with class_list.open("w", newline="") as file:
-        writer = csv.writer(file)
-        writer.writerow(["username", "language"])
-        writer.writerows(students.items())
-    python = _class_python(folder)
-    problem = subprocess.run([str(python), "-c", "from course_tools.classroom.hub import "
-                              "hub_problem; print(hub_problem() or '')"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-    if problem:
-        shutil.rmtree(folder)
-        pytest.skip(f"the hub test needs it: {problem}")
-    port = _free_ports()
-    url = f"http://{'localhost' if subdomains else '127.0.0.1'}:{port}"
-    log = (folder / "hub.log").open("w")
-    server = subprocess.Popen(
-        [str(python), "-m", "course_tools", "hub", str(class_list), "--dir",
-         str(folder / "hub"), "--port", str(port), "--create-users", *options,
-         *(["--subdomain-host", url] if subdomains else [])],
-        cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_for(f"{url}/hub/login", server, folder / "hub.log")
-        with (folder / "hub" / "passwords.csv").open() as file:
-            passwords = {row["username"]: row["password"] for row in csv.DictReader(file)}
-        yield url, folder / "hub", passwords
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)  # the hub stops the proxy, services and servers
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        log.close()
-        for name in students:
-            for _ in range(10):  # userdel refuses while a process of the user is still ending
-                if not _exists(name, pwd):
-                    break
-                subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
-                time.sleep(1)
-                subprocess.run(["userdel", "--remove", name], capture_output=True)
-            assert not _exists(name, pwd), f"could not remove the test user {name}"
-        print((folder / "hub.log").read_text()[-6000:])
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def hub():
-    with running_hub(STUDENTS) as started:
-        yield started
-
-
-def _exists(name, pwd) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-def _wait_for(url: str, server: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"the hub exited ({server.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError(f"the hub did not answer at {url}:\n{log.read_text()[-3000:]}")
+    with running_hub(STUDENTS) as running:
+        yield running.url, running.hub_dir, running.passwords
 
 
 def _log_in_run_save_submit(browser, url: str, name: str, password: str, language: str):
@@ -272,12 +128,12 @@ def test_two_students_log_in_run_submit_and_cannot_reach_each_other(browser, hub
     for me, other in ((alice, bob), (bob, alice)):
         theirs = Path(pwd.getpwnam(other).pw_dir) / "course" / FOLDERS[STUDENTS[other]] / NOTEBOOK
         before = theirs.read_bytes()
-        assert _as(me, "cat", str(theirs)).returncode != 0
-        assert _as(me, "ls", str(theirs.parent)).returncode != 0
-        assert _as(me, "touch", str(theirs.parent.parent / "intruder")).returncode != 0
-        assert _as(me, "sh", "-c", f"echo x >> {theirs}").returncode != 0
-        assert _as(me, "ls", str(hub_dir / "exchange")).returncode != 0
-        assert _as(me, "cat", str(hub_dir / "passwords.csv")).returncode != 0
+        assert run_as(me, "cat", str(theirs)).returncode != 0
+        assert run_as(me, "ls", str(theirs.parent)).returncode != 0
+        assert run_as(me, "touch", str(theirs.parent.parent / "intruder")).returncode != 0
+        assert run_as(me, "sh", "-c", f"echo x >> {theirs}").returncode != 0
+        assert run_as(me, "ls", str(hub_dir / "exchange")).returncode != 0
+        assert run_as(me, "cat", str(hub_dir / "passwords.csv")).returncode != 0
         assert theirs.read_bytes() == before
         assert not (theirs.parent.parent / "intruder").exists()
     for context, _ in contexts.values():

@@ -1,6 +1,6 @@
 """The class hub's kernels against a hostile student (issue 38, causes 5, 9 and 10).
 
-Real Unix users, a real hub (``running_hub`` of tests/test_hub_hostile.py): one student's live
+Real Unix users, a real hub (``running_hub`` of tests/hub_helpers.py): one student's live
 work (the messages of their kernel) reaches no classmate; the hub's state is root's alone while
 the students' kernels still start; a refused kernel is not restarted in a loop; no kernel outlives
 its server or the hub. The last test stops the hub.
@@ -18,15 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_hub_browser import _as
-from .test_hub_hostile import (
-    _kernels,
-    _log_in,
-    _processes_of,
-    _run_in_kernel,
-    _xsrf,
-    running_hub,
-)
+from .hub_helpers import run_as, running_hub
+from .test_hub_hostile import _kernels, _log_in, _processes_of, _run_in_kernel, _xsrf
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]  # tests/conftest.py: the system tier
 
@@ -135,7 +128,7 @@ def test_a_classmate_cannot_read_a_students_kernel_channels(browser, hub):
         connection = next(Path("/run/lectures-kernels", str(uid)).glob(f"kernel-{kernel}.json"))
         assert json.loads(connection.read_text())["transport"] == "ipc"
         assert stat.S_IMODE(connection.parent.stat().st_mode) & 0o777 == 0o700  # (+ sticky)
-        assert _as(ATTACKER, "ls", str(connection.parent)).returncode != 0
+        assert run_as(ATTACKER, "ls", str(connection.parent)).returncode != 0
     finally:
         context.close()
 
@@ -153,8 +146,8 @@ def test_the_hubs_state_is_roots_alone_and_the_kernel_still_starts(hub):
     spec = hub_dir.with_name(f"{hub_dir.name}-public") / "jupyter/kernels/python3/kernel.json"
     for student in STUDENTS:
         for name in ("class.json", "jupyterhub.sqlite", "jupyterhub_config.py"):
-            assert _as(student, "cat", str(hub_dir / name)).returncode != 0, (student, name)
-        assert _as(student, "cat", str(spec)).returncode == 0, student  # the one kernel
+            assert run_as(student, "cat", str(hub_dir / name)).returncode != 0, (student, name)
+        assert run_as(student, "cat", str(spec)).returncode == 0, student  # the one kernel
 
 
 def _refusals(log: Path) -> int:

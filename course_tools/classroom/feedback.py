@@ -13,7 +13,6 @@ student's), the folder ``0700`` and each file ``0600``: no other student reads t
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -23,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from course_tools.classroom.assignments import Assignment, load
+from course_tools.classroom.commands import ASSIGNMENT_HELP, HubCommand
 
 FOLDER = "feedback"  # ~/course/feedback/<assignment>/
 MAX_HTML_BYTES = 8 * 2**20
@@ -187,24 +187,18 @@ def give_feedback(hub_dir: Path, name: str, reports_file: Path,
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m course_tools hub feedback",
-        description="Each submitter's feedback (points, the checker's message per exercise, "
-        "the grader's comments) into their own ~/course/feedback/NAME/, readable only by them.")
-    parser.add_argument("hub_dir", type=Path)
-    parser.add_argument("assignment", help="a released assignment's name, e.g. ps1")
+    parser = HubCommand(
+        "feedback", "Each submitter's feedback (points, the checker's message per exercise, "
+        "the grader's comments) into their own ~/course/feedback/NAME/, readable only by them.",
+        assignment=ASSIGNMENT_HELP, root="feedback is written into each student's folder as "
+        "that student: run it as root")
     parser.add_argument("--reports", type=Path, required=True, metavar="FILE",
                         help="`python -m course_tools grade submitted/*/NAME --format json -o "
                         "FILE`'s output")
     parser.add_argument("--nbgrader", type=Path, default=None, metavar="COURSE_DIR",
                         help="nbgrader's course folder: the written answers' points and "
                         "comments from formgrader, and generate_feedback's HTML")
-    args = parser.parse_args(argv)
-    if not (args.hub_dir / "class.json").is_file():
-        parser.error(f"hub_dir must be a hub's folder (with class.json), got {args.hub_dir}")
-    if os.geteuid() != 0:
-        parser.error("feedback is written into each student's folder as that student: run it "
-                     "as root")
+    args = parser.parse_hub(argv)
     try:
         done = give_feedback(args.hub_dir, args.assignment, args.reports, args.nbgrader)
     except (ValueError, FileNotFoundError, RuntimeError) as error:

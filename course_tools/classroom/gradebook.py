@@ -23,7 +23,6 @@ nbgrader: its ``gradebook.db`` after ``nbgrader autograde`` (and formgrader).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -32,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from course_tools.classroom.assignments import Assignment, load
+from course_tools.classroom.commands import ASSIGNMENT_HELP, HubCommand
 
 COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
            "email", "raw_score", "late_submission_penalty", "score", "max_score")
@@ -147,12 +147,10 @@ def from_nbgrader(course_dir: Path, assignment: str
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m course_tools hub gradebook",
-        description="One gradebook CSV for a released assignment, in nbgrader export's columns, "
-        "the late policy applied; from the course grader's JSON lines or nbgrader's gradebook.")
-    parser.add_argument("hub_dir", type=Path)
-    parser.add_argument("assignment", help="a released assignment's name, e.g. ps1")
+    parser = HubCommand(
+        "gradebook", "One gradebook CSV for a released assignment, in nbgrader export's "
+        "columns, the late policy applied; from the course grader's JSON lines or nbgrader's "
+        "gradebook.", assignment=ASSIGNMENT_HELP)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--reports", type=Path, metavar="FILE",
                         help="`python -m course_tools grade submitted/*/NAME --format json -o "
@@ -161,9 +159,7 @@ def main(argv: list[str]) -> int:
                         help="nbgrader's course folder (its gradebook.db), after autograde")
     parser.add_argument("--output", "-o", type=Path, default=None,
                         help="the CSV file (default: standard output)")
-    args = parser.parse_args(argv)
-    if not (args.hub_dir / "class.json").is_file():
-        parser.error(f"hub_dir must be a hub's folder (with class.json), got {args.hub_dir}")
+    args = parser.parse_hub(argv)
     from course_tools.classroom.roster import _class
     from course_tools.grading._report import write_atomic
 

@@ -8,9 +8,7 @@ crosses). Also the command lines ``hub release``, ``hub assignments``, ``hub gra
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from course_tools.classroom.assignments import (
     parse_deadline,
     release,
 )
+from course_tools.classroom.commands import HubCommand
 
 NOTES = {
     "en": ("# Assignment {name}\n\nNotebooks: {notebooks}\n\nDeadline: {deadline}\n\n"
@@ -118,13 +117,12 @@ def place(order: dict) -> dict[str, str]:
 
 
 def _release_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m course_tools hub release",
-        description="Release assignment NAME (one or several course notebooks) with a deadline "
+    parser = HubCommand(
+        "release", "Release an assignment (one or several course notebooks) with a deadline "
         "and a late policy into each student's folder, in their language; again, a corrected "
-        "notebook: a student's edited copy is kept and the corrected one put beside it.")
-    parser.add_argument("hub_dir", type=Path)
-    parser.add_argument("name", help="the assignment's id, e.g. ps1 (nbgrader's)")
+        "notebook: a student's edited copy is kept and the corrected one put beside it.",
+        assignment="the assignment's id, e.g. ps1 (nbgrader's)",
+        root="release writes into each student's folder as that student: run it as root")
     parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                         help="course notebooks, e.g. 01_self_attention (a re-release: the "
                         "assignment's own when none is given)")
@@ -137,21 +135,17 @@ def _release_main(argv: list[str]) -> int:
                         help="a submission more than DAYS late scores 0 (default: never)")
     parser.add_argument("--student", action="append", default=None, metavar="NAME",
                         help="release to this student only (repeatable; default: the class)")
-    args = parser.parse_args(argv)
-    if not (args.hub_dir / "class.json").is_file():
-        parser.error(f"hub_dir must be a hub's folder (with class.json), got {args.hub_dir}")
-    if os.geteuid() != 0:
-        parser.error("release writes into each student's folder as that student: run it as root")
+    args = parser.parse_hub(argv)
     try:
         deadline = parse_deadline(args.deadline) if args.deadline is not None else None
         policy = None
         if args.late_per_day is not None or args.late_zero_after is not None:
             policy = LatePolicy(args.late_per_day or 0.0, args.late_zero_after)
-        done = release(args.hub_dir, args.name, args.notebooks or None, deadline=deadline,
+        done = release(args.hub_dir, args.assignment, args.notebooks or None, deadline=deadline,
                        late_policy=policy, students=args.student)
     except (ValueError, FileNotFoundError, RuntimeError) as error:
         parser.error(str(error))
-    assignment = load(args.hub_dir, args.name)
+    assignment = load(args.hub_dir, args.assignment)
     print(f"{assignment.name} version {assignment.version}: "
           f"{', '.join(assignment.notebooks)}; deadline "
           f"{assignment.deadline:%Y-%m-%d %H:%M %z}; {assignment.late_policy.describe()}")
@@ -161,10 +155,8 @@ def _release_main(argv: list[str]) -> int:
 
 
 def _list_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_tools hub assignments",
-                                     description="The released assignments.")
-    parser.add_argument("hub_dir", type=Path)
-    args = parser.parse_args(argv)
+    parser = HubCommand("assignments", "The released assignments.", class_list=False)
+    args = parser.parse_hub(argv)
     for a in list_assignments(args.hub_dir):
         print(f"{a.name}: {', '.join(a.notebooks)}; deadline {a.deadline:%Y-%m-%d %H:%M %z}; "
               f"{a.late_policy.describe()}; version {a.version}")

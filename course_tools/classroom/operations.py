@@ -9,10 +9,8 @@
   that lands on JupyterHub's admin page (who is online; start or stop a student's server); its
   password in ``HUBDIR/admin-passwords.csv`` (``0600``);
 * **students' servers without popups**: JupyterLab's news feed and update check off;
-* ``hub collect HUBDIR OUT``: each student's latest submission (``--notebook``: of that notebook
-  only) with its time (``timestamp.txt``), in nbgrader's layout with ``--assignment`` (a released
-  one, :mod:`.assignments`: its notebooks, its deadline, a correction graded under the notebook's
-  name); who did not submit, and who was late (``--deadline``);
+* ``hub collect HUBDIR OUT``: :mod:`.collect` (each student's latest submission; it also
+  reads the exchange for ``hub status`` and the submit page);
 * ``hub status HUBDIR``: who is online (the hub's state), who submitted what, when (exchange);
 * ``hub remove-class HUBDIR``: at the end of term, the Unix users the hub created (recorded in
   ``HUBDIR/created-users.json`` by ``--create-users``; never one it did not create), their home
@@ -31,10 +29,9 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
 
+from course_tools.classroom.commands import HubCommand
 from course_tools.classroom.kernels import RUNTIME_BASE, public_dir
 from course_tools.classroom.roster import _write_private
 
@@ -211,24 +208,6 @@ def configure_operations(c, hub_dir: Path, *, port: int) -> None:
 # ---- hub status ----------------------------------------------------------------------------------
 
 
-def submission_time(folder_name: str) -> datetime | None:
-    """The time in an exchange folder's name (``20261205T013702-1a2b3c``: the hub's local time)."""
-    try:
-        return datetime.strptime(folder_name.split("-", 1)[0], "%Y%m%dT%H%M%S")
-    except ValueError:
-        return None
-
-
-def submissions(hub_dir: Path, student: str) -> list[tuple[datetime, list[str]]]:
-    """A student's submissions, oldest first: (time, notebook names)."""
-    found = []
-    for run in sorted((Path(hub_dir) / "exchange" / student).glob("*T*")):
-        when = submission_time(run.name)
-        if when is not None and run.is_dir():
-            found.append((when, sorted(p.name for p in run.glob("*.ipynb"))))
-    return found
-
-
 def online(hub_dir: Path) -> dict[str, str | None]:
     """From the hub's database: each user with a running server -> its last activity (or None).
     Empty when the hub has never run."""
@@ -247,6 +226,7 @@ def online(hub_dir: Path) -> dict[str, str | None]:
 
 def status(hub_dir: Path) -> list[dict]:
     """One row per student: language, online (with the last activity), submissions, the latest."""
+    from course_tools.classroom.collect import notebook_names, submissions
     from course_tools.classroom.roster import _class
 
     running = online(hub_dir)
@@ -257,20 +237,16 @@ def status(hub_dir: Path) -> list[dict]:
             "student": student, "language": language, "online": student in running,
             "last_activity": running.get(student),
             "submissions": len(runs),
-            "latest": runs[-1][0].isoformat(sep=" ") if runs else None,
-            "notebooks": runs[-1][1] if runs else [],
+            "latest": runs[-1][0].replace(tzinfo=None).isoformat(sep=" ") if runs else None,
+            "notebooks": notebook_names(runs[-1][1]) if runs else [],
         })
     return rows
 
 
 def _status_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_tools hub status",
-                                     description="Who is online and who submitted what, when.")
-    parser.add_argument("hub_dir", type=Path)
+    parser = HubCommand("status", "Who is online and who submitted what, when.")
     parser.add_argument("--json", action="store_true", help="one JSON object per student")
-    args = parser.parse_args(argv)
-    if not (args.hub_dir / "class.json").is_file():
-        parser.error(f"hub_dir must be a hub's folder (with class.json), got {args.hub_dir}")
+    args = parser.parse_hub(argv)
     rows = status(args.hub_dir)
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -283,127 +259,6 @@ def _status_main(argv: list[str]) -> int:
     missing = [row["student"] for row in rows if not row["submissions"]]
     print(f"{sum(r['online'] for r in rows)} online; {len(rows) - len(missing)} of {len(rows)} "
           f"submitted; no submission: {', '.join(missing) or 'none'}")
-    return 0
-
-
-# ---- hub collect ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Collected:
-    """One student's collected submission: ``folder`` None when there is none to collect."""
-
-    student: str
-    folder: Path | None
-    time: datetime | None  # the submission's time (aware: the hub's local zone)
-    late: timedelta | None  # past the deadline by (None: on time, or no deadline)
-    notebooks: tuple[str, ...]
-
-
-def _runs(hub_dir: Path, student: str) -> list[tuple[datetime, Path]]:
-    found = []
-    for run in sorted((Path(hub_dir) / "exchange" / student).glob("*T*")):
-        when = submission_time(run.name)
-        if when is not None and run.is_dir() and not run.is_symlink():
-            found.append((when.astimezone(), run))  # naive local time -> aware
-    return found
-
-
-def collect(hub_dir: Path, out: Path, *, assignment: str | None = None,
-            notebooks: list[str] | None = None, deadline: datetime | None = None
-            ) -> list[Collected]:
-    """Each student's latest submission (of ``notebooks``' stems, when given: the latest that
-    holds one of them) into ``out/<student>/`` or, with ``assignment``, nbgrader's layout
-    ``out/<student>/<assignment>/`` (``grade --student-ids-from-folders`` reads it when ``out``
-    is named ``submitted``), with ``timestamp.txt`` (its time, as nbgrader's collect writes it)
-    and ``language.txt`` (the grader's messages in the student's). One entry per student."""
-    from course_tools.classroom.roster import USERNAME, _class
-    if assignment is not None and not USERNAME.fullmatch(assignment.lower()):
-        raise ValueError(f"assignment must be a plain name (letters, digits, _ or -), "
-                         f"got {assignment!r}")
-    wanted = None if not notebooks else {Path(name).stem for name in notebooks}
-    released = None  # a released assignment (hub release): its notebooks, deadline, versions
-    if assignment is not None:
-        from course_tools.classroom import assignments as lifecycle
-
-        if lifecycle.path_of(hub_dir, assignment).is_file():
-            released = lifecycle.load(hub_dir, assignment)
-            wanted, deadline = wanted or set(released.notebooks), deadline or released.deadline
-    if deadline is not None and deadline.tzinfo is None:
-        deadline = deadline.astimezone()  # a naive deadline is the hub's local time
-    collected = []
-    for student, language in sorted(_class(hub_dir).items()):
-        chosen = None
-        for when, run in reversed(_runs(hub_dir, student)):
-            files = sorted((p.name, p) for p in run.glob("*.ipynb")
-                           if p.is_file() and (wanted is None or p.stem in wanted))
-            if released is not None:  # NAME.ipynb or a correction NAME.vN.ipynb, as NAME.ipynb
-                picked = lifecycle.pick_submitted(released, language, [
-                    p for p in run.glob("*.ipynb") if p.is_file()])
-                files = [(f"{stem}.ipynb", picked[stem]) for stem in sorted(picked)
-                         if stem in wanted]
-            if files:
-                chosen = (when, files)
-                break
-        if chosen is None:
-            collected.append(Collected(student, None, None, None, ()))
-            continue
-        when, files = chosen
-        target = Path(out) / student / (assignment or "")
-        target.mkdir(parents=True, exist_ok=True)
-        for name, path in files:
-            shutil.copyfile(path, target / name)
-        (target / "timestamp.txt").write_text(when.isoformat(sep=" "))
-        (target / "language.txt").write_text(language)  # the grader's messages in it
-        late = when - deadline if deadline is not None and when > deadline else None
-        collected.append(Collected(student, target, when, late, tuple(n for n, _ in files)))
-    return collected
-
-
-def _collect_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m course_tools hub collect",
-        description="Each student's latest submission into OUT (then: python -m course_tools grade OUT), "
-        "with its time (timestamp.txt); names who did not submit and who was late.")
-    parser.add_argument("hub_dir", type=Path)
-    parser.add_argument("out", type=Path, help="e.g. submitted/ (then: python -m course_tools grade)")
-    parser.add_argument("--assignment", default=None, metavar="NAME",
-                        help="nbgrader's layout OUT/<student>/NAME/ (e.g. ps1; OUT named "
-                        "submitted/, so grade --student-ids-from-folders and nbgrader read it); "
-                        "a released assignment (hub release) brings its notebooks and deadline")
-    parser.add_argument("--notebook", action="append", default=None, metavar="NAME",
-                        help="collect only this notebook (e.g. 01_self_attention; repeatable): "
-                        "the latest submission that holds it")
-    parser.add_argument("--deadline", default=None, metavar="TIME",
-                        help="ISO time (e.g. 2026-12-05T23:59, the hub's local time unless it "
-                        "names a zone): submissions after it are listed as late")
-    args = parser.parse_args(argv)
-    if not (args.hub_dir / "class.json").is_file():
-        parser.error(f"hub_dir must be a hub's folder (with class.json), got {args.hub_dir}")
-    deadline = None
-    if args.deadline is not None:
-        try:
-            deadline = datetime.fromisoformat(args.deadline)
-        except ValueError:
-            parser.error(f"--deadline must be an ISO time like 2026-12-05T23:59, "
-                         f"got {args.deadline!r}")
-    try:
-        rows = collect(args.hub_dir, args.out, assignment=args.assignment,
-                       notebooks=args.notebook, deadline=deadline)
-    except ValueError as error:
-        parser.error(str(error))
-    for row in rows:
-        if row.folder is None:
-            print(f"{row.student}: no submission")
-        else:
-            late = f", LATE by {row.late}" if row.late else ""
-            print(f"{row.student}: {row.folder} (submitted {row.time:%Y-%m-%d %H:%M:%S %z}"
-                  f"{late}: {', '.join(row.notebooks)})")
-    missing = [row.student for row in rows if row.folder is None]
-    late = [row.student for row in rows if row.late]
-    print(f"{len(rows) - len(missing)} of {len(rows)} collected; no submission: "
-          f"{', '.join(missing) or 'none'}" + (f"; late: {', '.join(late) or 'none'}"
-                                              if deadline is not None or late else ""))
     return 0
 
 
@@ -464,20 +319,15 @@ def remove_class(hub_dir: Path, *, remove_homes: bool = False, keep_state: bool 
 
 
 def _remove_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m course_tools hub remove-class",
-        description="End of term: remove the Unix users this hub created (never others) and the "
-        "hub's state. The exchange (students' submissions) stays: collect and archive it first.")
-    parser.add_argument("hub_dir", type=Path)
+    parser = HubCommand(
+        "remove-class", "End of term: remove the Unix users this hub created (never others) and "
+        "the hub's state. The exchange (students' submissions) stays: collect and archive it "
+        "first.", root="removing Unix users needs root", class_list=False)
     parser.add_argument("--remove-homes", action="store_true",
                         help="also delete those users' home folders (their work)")
     parser.add_argument("--keep-state", action="store_true",
                         help="keep the hub's database, passwords and config")
-    args = parser.parse_args(argv)
-    if not args.hub_dir.is_dir():
-        parser.error(f"hub_dir must be a hub's folder, got {args.hub_dir}")
-    if os.geteuid() != 0:
-        parser.error("removing Unix users needs root")
+    args = parser.parse_hub(argv)
     try:
         done = remove_class(args.hub_dir, remove_homes=args.remove_homes,
                             keep_state=args.keep_state)
@@ -490,6 +340,12 @@ def _remove_main(argv: list[str]) -> int:
         print(f"kept (not created by this hub): {', '.join(done['kept'])}")
     print(f"removed hub state: {', '.join(done['state']) or 'none'}")
     return 0
+
+
+def _collect_main(argv: list[str]) -> int:
+    from course_tools.classroom.collect import main as collect_main
+
+    return collect_main(argv)
 
 
 COMMANDS = {"status": _status_main, "remove-class": _remove_main, "collect": _collect_main}

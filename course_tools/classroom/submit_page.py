@@ -25,59 +25,46 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 
-TEXT = {
-    "en": {
-        "title": "Submit an assignment", "student": "Student",
-        "save": "Save your notebooks first (in JupyterLab: Course › Save All, or File › Save "
-                "All): what is submitted is what is saved on disk, not unsaved changes in an "
-                "open notebook.",
-        "assignment": "Assignment", "due": "due", "review": "Review…",
-        "confirm_question": "Submit “{assignment}” as {student}? These notebooks, as saved "
-                            "now, will be sent:",
-        "confirm": "Submit now", "cancel": "Cancel",
-        "late": "The deadline ({deadline}) has passed: this submission will be late.",
-        "submitted": "submitted “{assignment}”: {names}",
-        "not_submitted": "not submitted: {error}",
-        "expired": "this confirmation has expired or was already used: review again",
-        "unknown": "no such assignment is open to you",
-        "earlier": "Your earlier submissions", "none": "None yet.",
-        "time": "Time", "notebooks": "Notebooks", "count": "{count} submission(s)",
-        "none_open": "No assignment is open now.",
-    },
-    "zh-Hans": {
-        "title": "提交作业", "student": "学生",
-        "save": "请先保存笔记本（在 JupyterLab 中：课程 › Save All，或 File › Save All）："
-                "提交的是磁盘上已保存的内容，打开的笔记本中未保存的修改不会被提交。",
-        "assignment": "作业", "due": "截止", "review": "检查…",
-        "confirm_question": "以 {student} 的身份提交“{assignment}”？将发送下列笔记本（按现在保存的内容）：",
-        "confirm": "立即提交", "cancel": "取消",
-        "late": "截止时间（{deadline}）已过：这次提交将算作迟交。",
-        "submitted": "已提交“{assignment}”：{names}",
-        "not_submitted": "未提交：{error}",
-        "expired": "此确认已过期或已使用：请重新检查",
-        "unknown": "没有对你开放的这项作业",
-        "earlier": "你以前的提交", "none": "还没有提交。",
-        "time": "时间", "notebooks": "笔记本", "count": "{count} 次提交",
-        "none_open": "现在没有开放的作业。",
-    },
-    "zh-Hant": {
-        "title": "提交作業", "student": "學生",
-        "save": "請先儲存筆記本（在 JupyterLab 中：課程 › Save All，或 File › Save All）："
-                "提交的是磁碟上已儲存的內容，開啟的筆記本中未儲存的修改不會被提交。",
-        "assignment": "作業", "due": "截止", "review": "檢查…",
-        "confirm_question": "以 {student} 的身分提交「{assignment}」？將送出下列筆記本（按現在儲存的內容）：",
-        "confirm": "立即提交", "cancel": "取消",
-        "late": "截止時間（{deadline}）已過：這次提交將算作遲交。",
-        "submitted": "已提交「{assignment}」：{names}",
-        "not_submitted": "未提交：{error}",
-        "expired": "此確認已過期或已使用：請重新檢查",
-        "unknown": "沒有對你開放的這項作業",
-        "earlier": "你以前的提交", "none": "還沒有提交。",
-        "time": "時間", "notebooks": "筆記本", "count": "{count} 次提交",
-        "none_open": "現在沒有開放的作業。",
-    },
+HTML_LANG = {"en": "en", "zh-Hans": "zh-CN", "zh-Hant": "zh-TW"}  # the page's languages
+# Each text of the page once, in every language: (English, 简体中文, 繁體中文).
+TEXTS = {
+    "title": ("Submit an assignment", "提交作业", "提交作業"),
+    "student": ("Student", "学生", "學生"),
+    "save": ("Save your notebooks first (in JupyterLab: Course › Save All, or File › Save All): "
+             "what is submitted is what is saved on disk, not unsaved changes in an open "
+             "notebook.",
+             "请先保存笔记本（在 JupyterLab 中：课程 › Save All，或 File › Save All）："
+             "提交的是磁盘上已保存的内容，打开的笔记本中未保存的修改不会被提交。",
+             "請先儲存筆記本（在 JupyterLab 中：課程 › Save All，或 File › Save All）："
+             "提交的是磁碟上已儲存的內容，開啟的筆記本中未儲存的修改不會被提交。"),
+    "assignment": ("Assignment", "作业", "作業"),
+    "due": ("due", "截止", "截止"),
+    "review": ("Review…", "检查…", "檢查…"),
+    "confirm_question": (
+        "Submit “{assignment}” as {student}? These notebooks, as saved now, will be sent:",
+        "以 {student} 的身份提交“{assignment}”？将发送下列笔记本（按现在保存的内容）：",
+        "以 {student} 的身分提交「{assignment}」？將送出下列筆記本（按現在儲存的內容）："),
+    "confirm": ("Submit now", "立即提交", "立即提交"),
+    "cancel": ("Cancel", "取消", "取消"),
+    "late": ("The deadline ({deadline}) has passed: this submission will be late.",
+             "截止时间（{deadline}）已过：这次提交将算作迟交。",
+             "截止時間（{deadline}）已過：這次提交將算作遲交。"),
+    "submitted": ("submitted “{assignment}”: {names}", "已提交“{assignment}”：{names}",
+                  "已提交「{assignment}」：{names}"),
+    "not_submitted": ("not submitted: {error}", "未提交：{error}", "未提交：{error}"),
+    "expired": ("this confirmation has expired or was already used: review again",
+                "此确认已过期或已使用：请重新检查", "此確認已過期或已使用：請重新檢查"),
+    "unknown": ("no such assignment is open to you", "没有对你开放的这项作业",
+                "沒有對你開放的這項作業"),
+    "earlier": ("Your earlier submissions", "你以前的提交", "你以前的提交"),
+    "none": ("None yet.", "还没有提交。", "還沒有提交。"),
+    "time": ("Time", "时间", "時間"),
+    "notebooks": ("Notebooks", "笔记本", "筆記本"),
+    "count": ("{count} submission(s)", "{count} 次提交", "{count} 次提交"),
+    "none_open": ("No assignment is open now.", "现在没有开放的作业。", "現在沒有開放的作業。"),
 }
-HTML_LANG = {"en": "en", "zh-Hans": "zh-CN", "zh-Hant": "zh-TW"}
+TEXT = {language: {key: texts[i] for key, texts in TEXTS.items()}
+        for i, language in enumerate(HTML_LANG)}  # language -> key -> text
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em}"
          ".save{background:#fff4ce;border-left:4px solid #e0a800;padding:.6em}"
          "table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.3em .8em;"
@@ -110,16 +97,10 @@ def open_assignments(hub_dir: Path) -> list[Assignment]:
 
 def earlier_submissions(hub_dir: Path, username: str) -> list[tuple[str, list[str]]]:
     """The student's submissions in the exchange, newest first: (time as text, notebook names)."""
-    found = []
-    for run in sorted((Path(hub_dir) / "exchange" / username).glob("*T*"), reverse=True):
-        try:
-            when = datetime.strptime(run.name.split("-", 1)[0], "%Y%m%dT%H%M%S")
-        except ValueError:
-            continue
-        if run.is_dir():
-            found.append((when.strftime("%Y-%m-%d %H:%M:%S"),
-                          sorted(p.name for p in run.glob("*.ipynb"))))
-    return found
+    from course_tools.classroom.collect import notebook_names, submissions
+
+    return [(f"{when:%Y-%m-%d %H:%M:%S}", notebook_names(run))
+            for when, run in reversed(submissions(hub_dir, username))]
 
 
 def _when(deadline: datetime) -> str:

@@ -250,13 +250,11 @@ def _use_submission_language(path: Path) -> None:
     """The checkers' messages in the student's language: ``language.txt`` beside a submission
     (``hub collect`` writes it from the class list) sets ``LECTURES_LANG`` in this process, which
     grades that one submission (a forked grading process, or ``_one``)."""
-    from lectures_lib.languages import ENV, normalise_language
+    from lectures_lib.languages import ENV, submission_language
 
-    try:
-        os.environ[ENV] = normalise_language(
-            (Path(path).parent / "language.txt").read_text(encoding="utf-8")[:20].strip())
-    except (OSError, ValueError, UnicodeDecodeError):
-        pass  # none, or not a language: the grader's own
+    language = submission_language(Path(path).parent)
+    if language is not None:  # none, or not a language: the grader's own
+        os.environ[ENV] = language
 
 
 def _preload() -> None:

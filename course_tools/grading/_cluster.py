@@ -66,6 +66,7 @@ from course_tools.grading._collect import (
 )
 from course_tools.grading._report import _failed_report, clean_text
 from course_tools.grading._tls import check_scheduler
+from lectures_lib.languages import SUBMISSION_FILE, submission_language
 
 SECRET_FILE_ENV = "LECTURES_GRADING_SECRET_FILE"
 WORKER_AS_ROOT_ENV = "LECTURES_GRADING_WORKER_AS_ROOT"
@@ -228,7 +229,7 @@ def grade_task(path: str, data: bytes | None, unread: str, options: dict, course
         copy = Path(private) / Path(path).name
         copy.write_bytes(data)
         if language:
-            (Path(private) / "language.txt").write_text(language[:20], encoding="utf-8")
+            (Path(private) / SUBMISSION_FILE).write_text(language[:20], encoding="utf-8")
         report = _zygote(options, folder).grade(copy)
     finally:
         shutil.rmtree(private, ignore_errors=True)
@@ -281,9 +282,7 @@ def grade_on_cluster(paths: list[Path], scheduler: str, *, timeout: float, cours
                 data, unread = None, unreadable(problem)
             key = _task_key(path, data, unread)
             if key not in futures:
-                beside = Path(path).parent / "language.txt"  # hub collect's, if there
-                language = beside.read_text(encoding="utf-8", errors="replace")[:20].strip() \
-                    if beside.is_file() else ""
+                language = submission_language(Path(path).parent) or ""  # hub collect's
                 future = client.submit(grade_task, str(path), data, unread, options,
                                        str(course), expected, language, key=key, pure=False,
                                        retries=RETRIES)

@@ -1,6 +1,7 @@
 """The checkers speak the notebook's language: verdicts and named mistakes from one catalogue."""
 
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -151,6 +152,27 @@ def test_language_from_the_environment_the_session_or_the_folder(monkeypatch, tm
     assert messages.notebook_language() == "en"  # and the explicit choice beats both
     monkeypatch.setenv("LECTURES_LANG", "klingon")
     assert messages.notebook_language() == "en"  # a bad setting never breaks a check
+
+
+def test_a_collected_submissions_language_file_beats_the_graders_own_setting(monkeypatch,
+                                                                            tmp_path):
+    """nbgrader runs a submission's notebook in its folder, where ``hub collect`` wrote
+    ``language.txt``: the student's language, whatever the grader's environment says."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv("LECTURES_LANG", "en")  # the instructor's
+    monkeypatch.chdir(tmp_path)
+    for written, expected in (("zh-TW", "zh-Hant"), ("zh-CN\n", "zh-Hans"), ("klingon", "en"),
+                              ("", "en")):
+        (tmp_path / "language.txt").write_text(written)
+        assert messages.notebook_language() == expected, written
+    (tmp_path / "language.txt").write_bytes(b"\xff\xfe")  # not text: never breaks a check
+    assert messages.notebook_language() == "en"
+    (tmp_path / "language.txt").unlink()
+    (tmp_path / "language.txt").mkdir()
+    assert messages.notebook_language() == "en"
+    (tmp_path / "language.txt").rmdir()
+    os.mkfifo(tmp_path / "language.txt")  # a pipe nobody writes: never waited on
+    assert messages.notebook_language() == "en"
 
 
 def _unscaled(q, k, v, mask=None):

@@ -146,7 +146,7 @@ def test_the_student_version_comes_from_the_installed_course_in_each_language():
 
 def test_collect_of_a_released_assignment_takes_its_notebooks_its_deadline_and_the_edited_copy(
         tmp_path):
-    from course_tools.classroom.operations import collect
+    from course_tools.classroom.collect import collect
 
     hub = tmp_path / "hub"
     hub.mkdir()
@@ -187,6 +187,35 @@ def test_collect_of_a_released_assignment_takes_its_notebooks_its_deadline_and_t
         assert A.fingerprint(graded) == A.fingerprint(work)  # the copy the student edited
     stamp = datetime.fromisoformat((tmp_path / "submitted/ben/ps1/timestamp.txt").read_text())
     assert stamp == datetime(2026, 12, 5, 13, 5).astimezone()
+
+
+@pytest.mark.parametrize("late_minutes", [None, 5])
+def test_collects_summary_judges_by_the_released_deadline_without_deadline_on_the_command_line(
+        tmp_path, capsys, late_minutes):
+    """``hub collect --assignment ps1`` of a released assignment prints who was late against
+    its own deadline, also when nobody was (``late: none``), with that deadline."""
+    from course_tools.classroom.hub import main
+
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "class.json").write_text(json.dumps([
+        {"username": name, "language": "en"} for name in ("ann", "ben")]))
+    deadline = datetime(2026, 12, 5, 12, 0).astimezone()
+    A.save(hub, _assignment(deadline=deadline, releases=(
+        A.Release(1, "t", {"en": {"01_self_attention": A.fingerprint(_nb("pass"))}}),)))
+    when = deadline + timedelta(minutes=late_minutes or -5)
+    run = hub / "exchange" / "ann" / f"{when:%Y%m%dT%H%M%S}-abc123"
+    run.mkdir(parents=True)
+    (run / "01_self_attention.ipynb").write_text(json.dumps(_nb("x = 1")))
+    assert main(["collect", str(hub), str(tmp_path / "submitted"), "--assignment", "ps1"]) == 0
+    summary = capsys.readouterr().out.splitlines()[-1]
+    assert summary.startswith("1 of 2 collected; no submission: ben; late: ")
+    assert summary.endswith(f"late: {'ann' if late_minutes else 'none'} (deadline "
+                            f"{deadline:%Y-%m-%d %H:%M:%S %z})"), summary
+    capsys.readouterr()
+    (hub / "assignments" / "ps1.json").unlink()  # a plain name, no deadline: no late list
+    assert main(["collect", str(hub), str(tmp_path / "plain"), "--assignment", "ps1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 of 2 collected; no submission: ben"
 
 
 @pytest.mark.slow  # nbgrader generate_assignment of the seven notebooks: about 30 s

@@ -245,6 +245,40 @@ def test_status_command_prints_the_table_and_names_who_has_not_submitted(tmp_pat
     assert "hub_dir must be a hub's folder" in capsys.readouterr().err
 
 
+# each hub command's arguments after HUBDIR (what it needs to get past argparse itself)
+HUB_COMMANDS = {
+    "status": [], "collect": ["OUT"], "assignments": [],
+    "release": ["ps1", "01_self_attention", "--deadline", "2099-01-01T00:00"],
+    "gradebook": ["ps1", "--reports", "grades.jsonl"],
+    "feedback": ["ps1", "--reports", "grades.jsonl"], "remove-class": [],
+}
+AS_ROOT = {"release": "run it as root", "feedback": "run it as root",
+           "remove-class": "needs root"}
+
+
+@pytest.mark.parametrize("command", sorted(HUB_COMMANDS))
+def test_every_hub_command_refuses_what_is_not_a_hub_and_a_user_where_it_needs_root(
+        tmp_path, capsys, monkeypatch, command):
+    """One parser for the hub's commands (classroom/commands.py): each refuses a missing
+    folder naming hub_dir, and those that write as the students refuse to run without root,
+    before doing anything."""
+    from course_tools.classroom.hub import main
+
+    rest = [str(tmp_path / a) if a in ("OUT", "grades.jsonl") else a for a in HUB_COMMANDS[command]]
+    with pytest.raises(SystemExit) as refused:
+        main([command, str(tmp_path / "nowhere"), *rest])
+    assert refused.value.code == 2
+    assert "hub_dir must be a hub's folder" in capsys.readouterr().err
+    hub_dir = _hub_dir(tmp_path)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    if command in AS_ROOT:
+        with pytest.raises(SystemExit):
+            main([command, str(hub_dir), *rest])
+        assert AS_ROOT[command] in capsys.readouterr().err
+        assert not (tmp_path / "OUT").exists() and sorted(p.name for p in hub_dir.iterdir()) \
+            == ["class.json", "exchange"]  # nothing done
+
+
 def test_remove_class_refuses_while_the_hub_runs(tmp_path):
     from course_tools.classroom.operations import remove_class
 
@@ -379,7 +413,7 @@ def test_the_nbgrader_csv_carries_the_collected_submission_time(tmp_path):
     import io
     from datetime import datetime
 
-    from course_tools.classroom.operations import collect
+    from course_tools.classroom.collect import collect
     from course_tools.grading._report import _failed_report, format_nbgrader_csv
     from course_tools.grading._student_ids import ids_from_folders
 
