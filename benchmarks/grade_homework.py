@@ -3,15 +3,19 @@ of submission gets, and what one costs.
 
     nice -n 10 python benchmarks/grade_homework.py [--kinds solved untrained ...]
 
-Builds the homework's exercise (the cells notebook 08 holds: ``EXERCISE_CELLS``) as an
-assignment of its own, ``08_translation_homework``, writes one submission per kind
-(:data:`KINDS`: the reference recipe, the student version as released, an untrained recipe, a
-recipe that reads the sentences' package and hands translations in, one over the CPU budget),
-and grades each with ``python -m course_tools grade --secret-file`` (the sandbox, the test split
-drawn from a secret) as a separate command, so the CPU seconds of every grading and sandboxed
-process of that submission are measured (this process is their subreaper, as in
-``grade_class.py``). Results, one row per kind, go to ``benchmarks/grade_homework.json``.
-``tests/tooling/test_homework_grading.py`` builds the same notebook from here.
+The homework is Exercise 5 of notebook 08 (``notebooks/08_real_sentences.ipynb``: ``my_recipe``,
+its quick check, one grader's cell per tier). Each submission is 08's student version as
+released (:func:`~course_tools.publish.exercises.release_notebook`) with ``my_recipe``'s body
+for its kind (:data:`KINDS`: the notebook's own solution, the release as it is, an untrained
+recipe, a recipe that reads the sentences' package and hands translations in, one over the CPU
+budget); the rest of 08's exercises are left as released. Each is graded with ``python -m
+course_tools grade --notebook 08_real_sentences --secret-file`` against the course's notebooks
+(the sandbox, the test split drawn from a secret) as a separate command, so the CPU seconds of
+every grading and sandboxed process of that submission are measured (this process is their
+subreaper, as in ``grade_class.py``). Results, one row per kind (the homework's points:
+:func:`homework_points`), go to ``benchmarks/grade_homework.json``.
+``tests/tooling/test_homework_grading.py`` and ``test_homework_routes.py`` build the same
+submissions from here.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-NAME = "08_translation_homework"
-SOLUTION = "return dict(label_smoothing=0.1, lr=2e-3, epochs=50)  # smoothed-long, beam 4, lp 1"
+NAME = "08_real_sentences"
+COURSE = ROOT / "notebooks"  # the course's notebooks: grade's --course (the installed course's)
+HOMEWORK = f"{NAME}-ex5"  # the homework's exercise id in a report
 KINDS = {
     "solved": None,  # the notebook's own solution
     "empty": "",  # the student version as released: raise NotImplementedError()
@@ -45,56 +50,31 @@ KINDS = {
         "    return dict(epochs=1, memorised=known)"),
     "over-budget": "return dict(d_model=256, layers=4, d_ff=1024, epochs=200)",
 }
-EXERCISE_CELLS = [
-    ("markdown", "## Exercises"),
-    ("markdown", "**Exercise 1 — the homework: your translation recipe (8 points).** Write "
-                 "`my_recipe()`: it returns your recipe, a dict of `RECIPE_CHOICES`' fields. The "
-                 "grader trains it on the training pairs and scores BLEU on sentences you never "
-                 "see; 2 points a tier."),
-    ("code", "from lectures_lib.checks import (check_translation_boss, check_translation_medium,\n"
-             "                                 check_translation_simple, check_translation_strong)\n"
-             "from lectures_lib.real_sentences import RECIPE_CHOICES, RECIPE_DEFAULTS\n\n"
-             "STARTER = dict(d_model=64, d_ff=128, layers=1, epochs=10, lr=2e-3, "
-             "label_smoothing=0.1)"),
-    ("code", "def my_recipe():\n"
-             "    \"\"\"Your recipe: a dict of RECIPE_CHOICES' fields (the others keep "
-             "RECIPE_DEFAULTS).\"\"\"\n"
-             "    ### BEGIN SOLUTION\n"
-             f"    {SOLUTION}\n"
-             "    ### END SOLUTION"),
-    *[("code", f"display(check_translation_{tier}(my_recipe))\n"
-               "### BEGIN HIDDEN TESTS\n"
-               f"from lectures_lib.checks import check_translation_{tier} as course_check\n\n"
-               "result = course_check(my_recipe)\n"
-               "assert result.passed, result\n"
-               "### END HIDDEN TESTS") for tier in ("simple", "medium", "strong", "boss")],
-]
 
 
 def course_notebook():
-    """The homework as an assignment of its own (notebook 08's exercise cells)."""
+    """Notebook 08 as the course holds it (solutions and hidden tests)."""
     import nbformat
 
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# 08 homework: English -> Chinese")]
-    for kind, source in EXERCISE_CELLS:
-        make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
-        nb.cells.append(make(source))
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    return nb
+    return nbformat.read(COURSE / f"{NAME}.ipynb", as_version=4)
 
 
-def submission(kind: str):
-    """The student version with ``my_recipe``'s body for ``kind`` (None: the solution)."""
+def recipe_cell(nb) -> int:
+    """The index of the cell that defines ``my_recipe``."""
+    return next(i for i, c in enumerate(nb.cells)
+                if c.cell_type == "code" and "def my_recipe" in c.source)
+
+
+def submission(kind: str, course=None):
+    """08's student version with ``my_recipe``'s body for ``kind`` (None: the solution)."""
     from course_tools.publish.exercises import annotate_notebook, release_notebook
 
-    course = course_notebook()
+    course = course_notebook() if course is None else course
     student = release_notebook(course, NAME)
     body = KINDS[kind]
     if body == "":
         return student
-    index = next(i for i, c in enumerate(course.cells) if "def my_recipe" in c.source)
+    index = recipe_cell(course)
     source = annotate_notebook(course, NAME).cells[index].source
     if body is not None:
         source = source.split("    ### BEGIN SOLUTION")[0] + f"    {body}\n"
@@ -102,20 +82,18 @@ def submission(kind: str):
     return student
 
 
-def write_course(folder: Path) -> Path:
-    import nbformat
-
-    folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(course_notebook(), folder / f"{NAME}.ipynb")
-    return folder
+def homework_points(report: dict) -> tuple[float, float]:
+    """(points, max points) of the homework (Exercise 5) in a grade report."""
+    (row,) = [r for r in report["exercises"] if r["id"] == HOMEWORK]
+    return row["points"], row["max_points"]
 
 
-def grade(path: Path, course: Path, secret: Path, timeout: float) -> dict:
+def grade(path: Path, secret: Path, timeout: float) -> dict:
     """One submission through the grade command; its report and the CPU of its processes."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "course_tools", "grade", str(path), "--course", str(course),
+        [sys.executable, "-m", "course_tools", "grade", str(path), "--course", str(COURSE),
          "--notebook", NAME, "--json", "--timeout", str(timeout), "--secret-file", str(secret),
          "--quiet"],
         capture_output=True, text=True, cwd=ROOT, timeout=4 * timeout + 300)
@@ -145,7 +123,6 @@ def main() -> int:
         threading.Thread(target=_reap_orphans, args=(stop,), daemon=True).start()
     stored = json.loads(args.json.read_text()) if args.json.exists() else {"rows": []}
     with tempfile.TemporaryDirectory() as folder:
-        course = write_course(Path(folder) / "course")
         secret = Path(folder) / "secret"
         secret.write_text("a benchmark's grading secret, not a class's\n")
         secret.chmod(0o600)
@@ -153,11 +130,13 @@ def main() -> int:
             path = Path(folder) / f"{kind}_{NAME}.ipynb"
             nbformat.write(submission(kind), path)
             load = os.getloadavg()[0]
-            graded = grade(path, course, secret, args.timeout)
+            graded = grade(path, secret, args.timeout)
             report = graded["report"]
-            row = {"kind": kind, "score": report["score"], "max_score": report["max_score"],
+            points, most = homework_points(report)
+            row = {"kind": kind, "score": points, "max_score": most,
                    "cpu_s": graded["cpu_s"], "wall_s": graded["wall_s"],
-                   "messages": [r["message"] for r in report["exercises"] if not r["manual"]],
+                   "messages": [r["message"] for r in report["exercises"] if r["id"] == HOMEWORK],
+                   "graded": f"{NAME}'s release, every exercise (the homework is {HOMEWORK})",
                    "load_average_before": round(load, 2), "cores": os.cpu_count(),
                    "python": platform.python_version(),
                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

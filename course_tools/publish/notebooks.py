@@ -22,6 +22,11 @@ empty. Three things see to that:
   outputs); ``--remeasure`` stores the new run's, and a library change that moves what a
   measured cell shows needs it. A reader of the static notebook sees times measured once, a
   student running it sees their own machine's.
+
+A cell that nbval skips (a line ``# NBVAL_SKIP``, or the tag ``nbval-skip``: :func:`is_skipped`)
+is not executed here either and stores no output: the only such cells are the grader's own test
+cells of 08's homework, which retrain a submitted recipe for minutes (they run when a submission
+is graded: ``python -m course_tools grade``, nbgrader's autograde).
 """
 
 from __future__ import annotations
@@ -130,6 +135,19 @@ def is_measured(cell) -> bool:
     return cell.cell_type == "code" and MEASURED_TAG in cell.get("metadata", {}).get("tags", [])
 
 
+SKIP_MARKER = "NBVAL_SKIP"  # nbval's own marker: a comment line, or the tag nbval-skip
+
+
+def is_skipped(cell) -> bool:
+    """Whether nbval skips ``cell`` (and so does :func:`execute_in_place`)."""
+    if cell.cell_type != "code":
+        return False
+    tags = cell.get("metadata", {}).get("tags", [])
+    lines = (line.strip() for line in "".join(cell.source).splitlines())
+    return "nbval-skip" in tags or any(line.startswith("#") and line.lstrip("#").strip()
+                                       == SKIP_MARKER for line in lines)
+
+
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -199,8 +217,15 @@ def execute_in_place(path: Path, timeout: int = 600, remeasure: bool = False,
         resources={"metadata": {"path": str(path.parent)}},
         record_timing=False,  # no timestamps in the stored notebook: diffs stay readable
     )
+    skipped = {index: cell.source for index, cell in enumerate(notebook.cells) if is_skipped(cell)}
+    for index in skipped:  # nbclient runs no cell whose source is empty
+        notebook.cells[index].source = ""
     start = time.perf_counter()
-    client.execute(env={**os.environ, **STORED_OUTPUT_ENV, **(env or {})})
+    try:
+        client.execute(env={**os.environ, **STORED_OUTPUT_ENV, **(env or {})})
+    finally:
+        for index, source in skipped.items():
+            notebook.cells[index].source = source
     seconds = time.perf_counter() - start
     for cell in notebook.cells:
         if cell.cell_type == "code":

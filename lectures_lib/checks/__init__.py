@@ -10,8 +10,8 @@ Modules: ``attention`` (section 01), ``heads`` and ``multi_head`` (02), ``positi
 mask), ``windows`` (06: causal window attention, checked on memory), ``efficient`` (07:
 trigonometric random features), ``long_range`` (07: a model trained on the binding task, the query-only rule) and
 ``trained`` (03-05: trained models
-on held-out data), ``translation`` (08: the homework's recipe, retrained and scored by BLEU in
-four tiers). Every check takes ``timeout=`` (seconds per
+on held-out data), ``translation`` (08: the homework's recipe, a quick check of it, and its
+retraining scored by BLEU in four tiers). Every check takes ``timeout=`` (seconds per
 call) and, for the hidden tests, ``hidden=True``.
 """
 
@@ -40,6 +40,7 @@ from .transformer import __all__ as _transformer_all
 from .translation import (
     check_translation_boss,
     check_translation_medium,
+    check_translation_recipe,
     check_translation_simple,
     check_translation_strong,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "check_binding_model",
     "check_query_rule",
     "check_words_from_tags",
+    "check_translation_recipe",
     "check_translation_simple",
     "check_translation_medium",
     "check_translation_strong",

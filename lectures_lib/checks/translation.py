@@ -42,6 +42,13 @@ recipe trained for 50 epochs: each the lowest of its seeds, floored to 2 decimal
 reference reaches its tier on every seed there. The 50-epoch recipe beats retrieval on two
 seeds of three (test BLEU), not on every one; a submission that beats it is told so. One test cell per tier; a recipe is
 trained once per process and every tier's cell reads the same score.
+
+**The quick check** (:func:`check_translation_recipe`, the notebook's own test cell: a few
+seconds, no score): the recipe is validated as above, then trained for :data:`QUICK_STEPS` steps
+on one batch of training pairs. It names a recipe that diverges, one whose loss does not fall, and
+one whose pace says the grader's full training would not fit the budget (projected from the
+measured seconds per step and the steps the recipe asks for on the grading split's training
+pairs); a recipe that passes it is trained and scored only by the tier checkers.
 """
 
 from __future__ import annotations
@@ -53,8 +60,9 @@ from contextlib import redirect_stderr
 
 from ._base import Mistake, _current, call, checker
 
-__all__ = ["HOMEWORK_CPU_S", "TIERS", "TIER_REFERENCES", "check_translation_simple", "check_translation_medium",
-           "check_translation_strong", "check_translation_boss"]
+__all__ = ["HOMEWORK_CPU_S", "TIERS", "TIER_REFERENCES", "QUICK_STEPS", "check_translation_recipe",
+           "check_translation_simple", "check_translation_medium", "check_translation_strong",
+           "check_translation_boss"]
 
 HOMEWORK_CPU_S = 600.0  # CPU seconds of training per submission (the boss reference: ~240-270)
 # tier -> the fraction of retrieval's BLEU on the same test split it needs; measured (see above):
@@ -66,6 +74,8 @@ TIER_REFERENCES = {  # where each fraction comes from (benchmarks/real_sentences
     "strong": "the course's 25-epoch reference recipe with beam search, the lowest of 3 seeds",
     "boss": "the course's 50-epoch reference recipe with beam search, the lowest of 3 seeds",
 }
+QUICK_STEPS = 30  # steps of the quick check's training (one batch, repeated)
+QUICK_CPU_S = 8.0  # ... stopped sooner when a recipe's steps are this slow
 _LARGE_FIELD = 200  # characters of a field's value that can only be data, not a setting
 _SCORES: dict[str, dict] = {}  # recipe and split -> score: one training per submission
 
@@ -190,3 +200,57 @@ def check_translation_strong(recipe_fn) -> str:
 def check_translation_boss(recipe_fn) -> str:
     """The boss tier: the course's best measured recipe (50 epochs, beam search)."""
     return _tier(recipe_fn, "boss")
+
+
+def _grading_pairs() -> int:
+    """How many training pairs the grader trains on (every pair but the secret test split's)."""
+    from ..data.sentences import load_sentences, split_sentences
+
+    return len(load_sentences()) - len(split_sentences(seed=0).test)
+
+
+@checker("translation_recipe")
+def check_translation_recipe(recipe_fn) -> str:
+    """The quick check (seconds): a valid recipe that trains, and fits the grader's budget."""
+    from ..data.sentences import split_sentences
+    from ..real_sentences import train_translator
+
+    recipe = _checked(call(recipe_fn))
+    batch = recipe["batch_size"]
+    pairs = split_sentences(seed=0).train[:batch]  # one batch; each epoch of the trial = 1 step
+    trial = {**recipe, "epochs": QUICK_STEPS}
+    try:
+        with redirect_stderr(sys.stdout):
+            trained = train_translator(pairs, trial, 0, max_cpu_s=QUICK_CPU_S, progress=False)
+    except FloatingPointError as error:
+        raise Mistake("diverged", f"in a short trial on {len(pairs)} training pairs, {error}.") \
+            from None
+    done = len(trained.losses) + (1 if trained.stopped else 0)  # steps taken
+    per_step = trained.cpu_s / done
+    n_train = _grading_pairs()
+    steps = recipe["epochs"] * -(-n_train // batch)
+    projected = per_step * steps
+    if projected > HOMEWORK_CPU_S:
+        raise Mistake(
+            "projected_over_budget",
+            f"one training step of your recipe took {per_step:.2f} CPU s here; the grader's "
+            f"training ({recipe['epochs']} epochs x {-(-n_train // batch)} batches of {batch} "
+            f"on {n_train} pairs = {steps} steps) would take about {projected:.0f} CPU s, more "
+            f"than the budget of {HOMEWORK_CPU_S:g}: the grader would stop it unscored. Make it "
+            "cheaper (fewer epochs, a smaller d_model or d_ff, fewer layers, larger batches).")
+    losses = trained.losses
+    if len(losses) >= 2 and not losses[-1] < losses[0]:
+        raise Mistake(
+            "not_learning",
+            f"in {len(losses)} steps on one batch of {len(pairs)} training pairs the loss went "
+            f"from {losses[0]:.3f} to {losses[-1]:.3f}: it should fall (a model learns one batch "
+            "by heart quickly). Check lr (too small to move, or so large the steps overshoot) "
+            "and warmup.")
+    fell = (f"its loss fell from {losses[0]:.3f} to {losses[-1]:.3f} in {len(losses)} steps on "
+            f"one batch of {len(pairs)} pairs" if len(losses) >= 2 else "it takes a step")
+    # no seconds in the message: a notebook stores it, and its numbers must not change per run
+    return (f"your recipe is valid and trains: {fell}, and the pace of those steps says the "
+            f"grader's training ({steps} steps on {n_train} pairs) fits the budget of "
+            f"{HOMEWORK_CPU_S:g} CPU s. This check gives no score: the grader retrains the recipe "
+            "and scores BLEU on sentences you never see (check_translation_simple(my_recipe) and "
+            "the other tiers train it as the grader does, for minutes).")

@@ -38,6 +38,7 @@ from course_tools.publish.exercises import (
     release_notebook,
     strip_solutions,
 )
+from course_tools.publish.notebooks import is_skipped
 
 pytestmark = pytest.mark.system  # the system tier (tests/conftest.py)
 
@@ -474,6 +475,8 @@ def run_exercises(path: Path) -> tuple[list[int], set[int], list, list]:
     cells += [copy.deepcopy(original.cells[i]) for i in rest]
     for number, cell in enumerate(cells):
         cell.id = f"exercise-run-{number}"  # the copies of one cell must not share its id
+        if is_skipped(cell):  # as nbval: 08's homework tiers retrain for minutes when graded
+            cell.source = ""
     run = new_notebook(cells=cells, metadata=copy.deepcopy(original.metadata))
     NotebookClient(
         run, timeout=300, startup_timeout=180, kernel_name="python3", allow_errors=True,

@@ -93,7 +93,9 @@ def test_grade_ids_are_stable_unique_and_graded_cells_have_points(path):
     ids = [m["grade_id"] for m in metas if m]
     assert len(ids) == len(set(ids)), f"duplicate grade_ids: {ids}"
     for meta in filter(None, metas):
-        assert re.fullmatch(rf"{path.stem}-ex\d+-(solution|test|answer)", meta["grade_id"]), meta
+        # (-N: the Nth test cell of one exercise, e.g. 08's four tiers)
+        assert re.fullmatch(rf"{path.stem}-ex\d+-(solution|test|answer)(-\d+)?",
+                            meta["grade_id"]), meta
         if meta["grade"]:
             assert meta["points"] > 0, meta
     total = sum(m["points"] for m in metas if m and m["grade"])

@@ -1,11 +1,14 @@
-"""Section 08's graded homework through ``python -m course_tools grade`` (the sandbox, the test
-split drawn from a grading secret): the reference recipe gets full marks; the student version as
-released, an untrained recipe, one that reads the sentences' package and hands translations in,
-and one over the CPU budget get none, each with the report that says why.
+"""Section 08's graded homework (Exercise 5 of notebook 08) through ``python -m course_tools
+grade`` (the sandbox, the test split drawn from a grading secret): the notebook's own solution
+gets the homework's full marks; the student version as released, an untrained recipe, one that
+reads the sentences' package and hands translations in, and one over the CPU budget get none of
+them, each with the report that says why.
 
-The exercise cells are the ones notebook 08 holds (``benchmarks/grade_homework.py`` builds them
-as an assignment of their own); the grading is the command's, end to end. The solved submission
-retrains the reference recipe (about 4-5 CPU minutes).
+The submissions are notebook 08's release with ``my_recipe``'s body replaced
+(``benchmarks/grade_homework.py`` builds them); they are graded against the course's notebooks,
+end to end. Cost: the four unsolved kinds, about 2 CPU minutes in all (the over-budget recipe
+stops after 20 steps); the solved one retrains the reference recipe (about 4-5 CPU minutes:
+``benchmarks/grade_homework.json``), so it is marked slow too.
 """
 
 import json
@@ -31,7 +34,6 @@ TIMEOUT = 600  # seconds per submission (the training in the grader is not count
 
 def _grade(tmp_path: Path, kinds: list[str]) -> dict:
     require_system_package("bubblewrap")
-    course = H.write_course(tmp_path / "course")
     secret = tmp_path / "secret"
     secret.write_text("the homework test's secret\n")
     secret.chmod(0o600)
@@ -40,9 +42,9 @@ def _grade(tmp_path: Path, kinds: list[str]) -> dict:
         paths.append(tmp_path / f"{kind}_{H.NAME}.ipynb")
         nbformat.write(H.submission(kind), paths[-1])
     result = subprocess.run(
-        [sys.executable, "-m", "course_tools", "grade", *map(str, paths), "--course", str(course),
-         "--notebook", H.NAME, "--json", "--timeout", str(TIMEOUT), "--secret-file", str(secret),
-         "--quiet"], capture_output=True, text=True, cwd=ROOT,
+        [sys.executable, "-m", "course_tools", "grade", *map(str, paths), "--course",
+         str(H.COURSE), "--notebook", H.NAME, "--json", "--timeout", str(TIMEOUT),
+         "--secret-file", str(secret), "--quiet"], capture_output=True, text=True, cwd=ROOT,
         timeout=len(kinds) * (4 * TIMEOUT + 300))
     assert result.returncode == 0, result.stderr[-3000:]
     reports = [json.loads(line) for line in result.stdout.splitlines()]
@@ -50,16 +52,16 @@ def _grade(tmp_path: Path, kinds: list[str]) -> dict:
 
 
 def _message(report) -> str:
-    return " ".join(row["message"] for row in report["exercises"] if not row["manual"])
+    return " ".join(row["message"] for row in report["exercises"] if row["id"] == H.HOMEWORK)
 
 
 def test_unsolved_untrained_data_carrying_and_over_budget_recipes_get_nothing(tmp_path):
     reports = _grade(tmp_path, ["empty", "untrained", "reads-test", "over-budget"])
     for kind, report in reports.items():
-        assert report["max_score"] == 8.0 and report["score"] == 0.0, (kind, report)
-    assert "not implemented yet" in _message(reports["empty"])
+        assert H.homework_points(report) == (0.0, 8.0), (kind, _message(report))
+    assert _message(reports["empty"]).count("not implemented yet") == 4
     untrained = _message(reports["untrained"])
-    assert untrained.count("needs BLEU >=") == 4  # scored, below every tier
+    assert untrained.count("needs BLEU >=") == 4 and "secret" in untrained  # scored, below all
     carried = _message(reports["reads-test"])
     assert "holds" in carried and "'memorised'" in carried and "settings only" in carried
     over = _message(reports["over-budget"])
@@ -69,5 +71,5 @@ def test_unsolved_untrained_data_carrying_and_over_budget_recipes_get_nothing(tm
 @pytest.mark.slow
 def test_the_reference_recipe_gets_full_marks(tmp_path):
     report = _grade(tmp_path, ["solved"])["solved"]
-    assert report["score"] == report["max_score"] == 8.0, _message(report)
+    assert H.homework_points(report) == (8.0, 8.0), _message(report)
     assert "the boss tier" in _message(report) and "secret" in _message(report)

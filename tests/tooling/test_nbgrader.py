@@ -9,7 +9,8 @@ exercise's points less.
 
 To keep the test to a few minutes on 2 cores, each notebook is cut to its ``## Exercises``
 section (the exercises are self-contained: they import what they use; the lecture's cells, its
-training runs included, are not re-run here). Whole notebooks work the same
+training runs included, are not re-run here), less 08's homework, whose tier cells retrain the
+recipe for minutes (nbval skips them too): ``test_homework_routes.py`` autogrades it. Whole notebooks work the same
 way but need nbgrader's per-cell execution limit raised above the 30 s default (the lectures'
 training cells take up to ~40 s): ``c.ExecutePreprocessor.timeout = 300`` in
 ``nbgrader_config.py``, as the README says.
@@ -44,7 +45,8 @@ c.ExecutePreprocessor.timeout = 300
 
 
 def _trimmed(nb):
-    """The ``## Exercises`` section (to the next ``## `` heading)."""
+    """The ``## Exercises`` section (to the next ``## `` heading), without the exercises whose
+    tests retrain a submission (:func:`without_retraining`)."""
     cells = nb.cells
     start = next(i for i, c in enumerate(cells) if c.cell_type == "markdown"
                  and c.source.startswith("## Exercises"))
@@ -52,7 +54,21 @@ def _trimmed(nb):
                and c.source.startswith("## "))
     trimmed = copy.deepcopy(nb)
     trimmed.cells = cells[start:end]
-    return trimmed
+    return without_retraining(trimmed)
+
+
+def without_retraining(nb):
+    """``nb`` without the exercises whose test cells nbval skips (08's homework: each tier cell
+    retrains the submitted recipe, minutes of CPU), from their header to their last test."""
+    from course_tools.publish.notebooks import is_skipped
+
+    dropped = set()
+    for exercise in find_exercises(nb):
+        if exercise.tests and all(is_skipped(nb.cells[i]) for i in exercise.tests):
+            dropped |= set(range(exercise.header, max(exercise.tests) + 1))
+    kept = copy.deepcopy(nb)
+    kept.cells = [cell for i, cell in enumerate(kept.cells) if i not in dropped]
+    return kept
 
 
 def _env():

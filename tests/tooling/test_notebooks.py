@@ -224,3 +224,26 @@ def test_an_edition_shows_the_english_timings_not_its_own():
     shuffled = nbformat.v4.new_notebook(cells=list(reversed(edition.cells)))
     with pytest.raises(ValueError, match="the same cells"):
         english_measurements(shuffled, english)
+
+
+def test_a_cell_nbval_skips_is_not_run_and_stores_nothing(tmp_path):
+    """08's homework tiers retrain a recipe for minutes: nbval skips them, so does make notebooks
+    (a line ``# NBVAL_SKIP``, or the tag ``nbval-skip``); the cells keep their source."""
+    from course_tools.publish.notebooks import is_skipped
+
+    grader = "# the grader's test\n# NBVAL_SKIP\nraise SystemExit('ran')"
+    tagged = new_code_cell("raise SystemExit('ran too')")
+    tagged.metadata["tags"] = ["nbval-skip"]
+    mention = new_code_cell("x = 1  # NBVAL_SKIP is only named here\nx")
+    notebook = new_notebook(cells=[new_code_cell("1 + 1"), new_code_cell(grader), tagged,
+                                   mention])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = tmp_path / "skips.ipynb"
+    nbformat.write(notebook, path)
+    assert [is_skipped(c) for c in notebook.cells] == [False, True, True, False]
+    execute_in_place(path)
+    cells = nbformat.read(path, as_version=4).cells
+    assert cells[1].source == grader and cells[2].source == "raise SystemExit('ran too')"
+    assert [c.execution_count for c in cells] == [1, None, None, 2]
+    assert cells[1].outputs == cells[2].outputs == [] and cells[3].outputs[0].data["text/plain"] == "1"
