@@ -90,14 +90,23 @@ RECIPES = {
     "lexicon": dict(BASE, label_smoothing=0.1, lr=2e-3, epochs=40, augment_glosses=True),
     "prenorm-regularised": dict(BASE, dropout=0.3, label_smoothing=0.1, epochs=40,
                                 norm_first=True, lr=2e-3, weight_decay=0.01),
+    # issue 39's second search (h39-search): longer still, inside the grader's 600 CPU s
+    "smoothed-80": dict(BASE, label_smoothing=0.1, lr=2e-3, epochs=80, max_cpu_s=600),
+    "smoothed-words-long": dict(BASE, label_smoothing=0.1, lr=2e-3, epochs=50, target="words",
+                                max_cpu_s=600),
+    "smoothed-80-tied": dict(BASE, label_smoothing=0.1, lr=2e-3, epochs=80, tie_embeddings=True,
+                             max_cpu_s=600),
 }
 DECODINGS = {  # name: (beam width, length penalty); beam width 1 = greedy
     "greedy": (1, 0.0),
     "beam4": (4, 0.0),
     "beam4-lp1": (4, 1.0),
+    "beam4-lp1.5": (4, 1.5),
+    "beam8-lp1": (8, 1.0),
 }
 EVALUATED = [  # (weights, decoding): the averaged weights only with the beam (halves the cost)
-    ("last", "greedy"), ("last", "beam4"), ("last", "beam4-lp1"), ("average", "beam4-lp1")]
+    ("last", "greedy"), ("last", "beam4"), ("last", "beam4-lp1"), ("average", "beam4-lp1"),
+    ("last", "beam4-lp1.5"), ("last", "beam8-lp1")]  # the last two: added by the second search
 
 
 # ---------------------------------------------------------------------------------------------

@@ -59,3 +59,26 @@ def test_the_homework_tiers_are_the_stored_reference_measurements():
     fractions = R.tier_fractions(json.loads(STORED.read_text()))
     assert TIERS == fractions
     assert list(TIERS.values()) == sorted(TIERS.values())
+
+
+@pytest.mark.skipif(not STORED.exists(), reason="no stored runs")
+def test_every_stored_recipe_run_is_the_scripts_recipe_and_chosen_on_validation():
+    """A stored Transformer row was trained with the recipe of that name in ``RECIPES`` (the
+    script and the JSON cannot drift apart), and its reported decoding is the one with the best
+    validation BLEU among those it stored (the test split never chooses)."""
+    stored = json.loads(STORED.read_text())
+    checked = 0
+    for row in stored["rows"]:
+        if row["task"] != "translation" or not row["method"].startswith("Transformer: "):
+            continue
+        name = row["method"].removeprefix("Transformer: ")
+        assert name in R.RECIPES, f"{name!r} is stored but not in RECIPES"
+        assert R.recipe_of(row["recipe"]) == R.recipe_of(R.RECIPES[name]), (name, row["seed"])
+        assert row["recipe"]["max_cpu_s"] == R.RECIPES[name]["max_cpu_s"], (name, row["seed"])
+        evaluations = row["evaluations"]
+        best = max(evaluations, key=lambda k: evaluations[k]["valid"]["bleu"])
+        assert evaluations[row["chosen_on_valid"]]["valid"]["bleu"] == \
+            evaluations[best]["valid"]["bleu"], (name, row["seed"])
+        assert row["test_bleu"] == evaluations[row["chosen_on_valid"]]["test"]["bleu"]
+        checked += 1
+    assert checked, "the stored runs hold no Transformer recipe"
