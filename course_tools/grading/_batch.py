@@ -267,8 +267,7 @@ def _preload() -> None:
     import nbformat  # noqa: F401
     import torch
 
-    from course_tools.grading import sandbox  # noqa: F401
-    from course_tools.grading.sandbox import wire, worker  # noqa: F401
+    from course_tools.grading.sandbox import _session, wire, worker  # noqa: F401
     from lectures_lib import checks, decoding, models, training  # noqa: F401
 
     torch.set_num_threads(1)

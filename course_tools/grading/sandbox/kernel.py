@@ -68,7 +68,7 @@ from course_tools.grading.sandbox import (
 from course_tools.grading.sandbox import _cgroups as cgroups
 from course_tools.grading.sandbox._kernel_output import MAX_FRAME_BYTES, OutputCap
 from course_tools.grading.sandbox._refusal import channel_address, serve_refusal
-from lectures_lib.utils import check_bool, check_path
+from lectures_lib.plain_checks import check_bool, check_path  # no torch here
 
 __all__ = ["KERNEL_NAME", "kernel_spec", "install", "launch_command", "main"]
 
