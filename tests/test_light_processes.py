@@ -108,3 +108,40 @@ def test_the_packages_still_give_every_public_name():
     for module in (lectures_lib, grading, sandbox):
         with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
             _ = module.no_such_name
+
+
+FRAGMENTING_CELL = ("blocks = [bytearray(4000) for _ in range(50_000)]  # ~200 MB of heap\n"
+                    "pin = bytearray(4000)  # above them: the heap's top stays in use\n"
+                    "del blocks\n")
+SHELL = """
+import sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+if sys.argv[1] == "with":
+    shell.extension_manager.load_extension(sys.argv[2])
+def dirty():
+    rollup = open("/proc/self/smaps_rollup").read().splitlines()[1:]
+    return int(dict(line.split(":", 1) for line in rollup)["Private_Dirty"].split()[0]) * 1024
+before = dirty()
+shell.run_cell(sys.argv[3])
+print(dirty() - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps_rollup")
+def test_the_kernel_gives_back_what_a_cell_freed(tmp_path):
+    """The sandboxed kernel's extension (loaded by the launcher's inner command): after a cell,
+    the pages it freed leave the process; without it glibc keeps them (the baseline)."""
+    from course_tools.grading.sandbox import _kernel_memory
+
+    if _kernel_memory._TRIM is None:
+        pytest.skip("this C library has no malloc_trim (not glibc): the extension does nothing")
+    held = {}
+    for mode in ("without", "with"):
+        run = subprocess.run([sys.executable, "-c", SHELL, mode, sandbox_kernel.MEMORY_EXTENSION,
+                              FRAGMENTING_CELL], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+        held[mode] = int(run.stdout.split()[-1])
+    assert held["without"] > 100 * 2**20, f"the baseline: glibc kept the freed pages {held}"
+    assert held["with"] < held["without"] / 4, held
