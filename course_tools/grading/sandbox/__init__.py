@@ -71,6 +71,7 @@ def __getattr__(name: str):
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
+
 @dataclass(frozen=True)
 class Limits:
     """Per-submission limits. The worker makes them hard rlimits before any student code;
