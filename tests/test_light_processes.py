@@ -81,9 +81,12 @@ def test_the_scan_sees_torch_where_a_command_needs_it(tmp_path):
 
 def test_the_hubs_own_processes_load_no_torch(tmp_path):
     """The hub process (its ``jupyterhub_config.py`` imports ``course_tools.classroom.hub``) and
-    its submit service, started: neither needs torch."""
+    its submit service, started and with what a submission imports (the grader's process
+    helpers): none needs torch (the service would grow ~220 MiB at the first submission)."""
     code = ("import json, sys; import course_tools.classroom.hub, course_tools.classroom.submit, "
-            "course_tools.classroom.operations; print(json.dumps(sorted(sys.modules)))")
+            "course_tools.classroom.operations, nbformat; "
+            "from course_tools.grading._process import MAX_SUBMISSION_BYTES, _die_with, "
+            "_limit_memory, _read_line; print(json.dumps(sorted(sys.modules)))")
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
