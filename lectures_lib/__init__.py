@@ -4,7 +4,8 @@ Each module holds what one idea needs, and each public name says in its docstrin
 derives it:
 
 - :mod:`lectures_lib.utils`: seeding, device selection, the door-check helpers (the taught
-  modules' validators live apart, in the private ``_validate/``, one file per taught module);
+  modules' validators live apart, in the private ``_validate/``, one file per taught module;
+  the two that need no torch in :mod:`lectures_lib.plain_checks`);
 - :mod:`lectures_lib.masks`: the mask convention, causal and key-padding masks;
 - :mod:`lectures_lib.attention`: scaled dot-product attention in steps, self- and multi-head
   attention (the seam ``project`` -> ``attend``);
@@ -33,7 +34,30 @@ The instructor's tools (student versions, grading, re-executing notebooks, the s
 hub) are the package ``course_tools`` beside this one, in the same wheel; nothing here imports it.
 """
 
-from .utils import get_device, seed_everything
+from importlib import import_module as _import_module
 
 __version__ = "0.1.0"
 __all__ = ["get_device", "seed_everything", "__version__"]
+
+# Imported when first used (PEP 562), not with the package: a process that needs only a light
+# part (the course's files, the class hub, the sandboxed kernel's launcher) never loads torch.
+_LAZY = {"get_device": "utils", "seed_everything": "utils"}
+
+
+def __getattr__(name: str):
+    """``lectures_lib.seed_everything`` and any submodule (``lectures_lib.utils``), on first use."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        module = _import_module(f".{_LAZY.get(name, name)}", __name__)
+    except ModuleNotFoundError as error:
+        if error.name != f"{__name__}.{_LAZY.get(name, name)}":
+            raise  # a submodule that exists but needs something missing
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(module, name) if name in _LAZY else module
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

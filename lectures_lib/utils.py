@@ -20,11 +20,12 @@ import math
 import os
 import random
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 import torch
+
+from .plain_checks import check_bool, check_path  # no torch: the kernel's launcher uses them
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -176,13 +177,6 @@ def check_non_negative_int(value: object, name: str) -> int:
     return _check_int(value, name, 0)
 
 
-def check_bool(value: object, name: str) -> bool:
-    """Raise unless ``value`` is a ``bool`` (``"yes"``, ``1`` or ``None`` are not)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__} ({value!r})")
-    return value
-
-
 def check_probability(value: object, name: str = "dropout_p") -> float:
     """Raise unless ``value`` is a real number in ``[0, 1)`` (a dropout probability)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -199,14 +193,6 @@ def check_positive_float(value: object, name: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
-
-
-def check_path(value: object, name: str) -> Path:
-    """Raise unless ``value`` is a path (a ``str`` or an ``os.PathLike``); return it as a Path."""
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a path (str or pathlib.Path), got "
-                        f"{type(value).__name__} ({value!r:.60})")
-    return Path(value)
 
 
 def check_seed(seed: object, name: str = "seed") -> int:

@@ -83,7 +83,7 @@ def _parse_and_write(notebooks: dict, target: Path) -> None:
 
     import nbformat  # noqa: F401  (imported before the fork: no thread holds its import lock)
 
-    from course_tools.grading._batch import _die_with, _limit_memory, _read_line
+    from course_tools.grading._process import _die_with, _limit_memory, _read_line
 
     read_fd, write_fd = os.pipe()
     parent = os.getpid()
@@ -142,7 +142,7 @@ def submit(hub_dir: Path, username: str, *, submissions: int = SUBMISSIONS_PER_S
     submissions and ``max_bytes`` bytes per student."""
     import pwd
 
-    from course_tools.grading._collect import MAX_SUBMISSION_BYTES
+    from course_tools.grading._process import MAX_SUBMISSION_BYTES
 
     language = _class(hub_dir)[username]
     home = Path(pwd.getpwnam(username).pw_dir)

@@ -10,7 +10,6 @@ import importlib
 import json
 import os
 import queue
-import re
 import select
 import shutil
 import signal
@@ -26,6 +25,11 @@ from course_tools.grading._collect import (
     _assignment,
     _check_options,
     read_submission,
+)
+from course_tools.grading._process import (
+    _die_with,
+    _limit_memory,
+    _read_line,
 )
 from course_tools.grading._report import _check_report, _failed_report, to_json
 from course_tools.grading._run import _STUDENT_CHECKS, _check_sandbox, _student_checks
@@ -50,7 +54,6 @@ def _find(paths) -> tuple[list[Path], bool]:
     return found, any_folder
 
 
-_REPORT_BYTES = 4 * 2**20  # a report is a few kB; more is a broken grading process
 _GRACE = 120.0  # seconds past the submission's limit before its grading process is killed
 
 
@@ -89,25 +92,6 @@ def _grader_env(timeout: float) -> dict:
     return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                 LECTURES_CHECK_TIMEOUT=str(max(1.0, min(10.0, timeout / 10))),
                 LECTURES_TRAIN_TIMEOUT=str(max(1.0, timeout / 2)))
-
-
-def _read_line(fd: int, deadline: float, limit: int = _REPORT_BYTES) -> bytes | None:
-    """Bytes from ``fd`` up to the first newline (or the end), ``None`` past the deadline or
-    the limit."""
-    chunks, size = [], 0
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return None
-        chunk = os.read(fd, 2**16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if b"\n" in chunk:
-            return b"".join(chunks).split(b"\n", 1)[0]
-        if size > limit:
-            return None
 
 
 def _parse_report(data: bytes | None, path: Path, why: str) -> dict:
@@ -218,24 +202,6 @@ def identify(found: list[Path], course: Path, notebook: str | None,
 GRADER_MEMORY = 4 * 2**30  # bytes a submission's grading process may add to the zygote's
 
 
-def _limit_memory(budget: int) -> None:
-    """Cap this process's data (heap and private mappings: ``RLIMIT_DATA``, which holds for root
-    too) at what it holds now plus ``budget``: parsing a submission, decoding its answers and
-    rebuilding its model then raise MemoryError instead of taking the machine."""
-    import resource
-
-    try:
-        status = Path("/proc/self/status").read_text()
-        held = int(re.search(r"^VmData:\s+(\d+) kB", status, re.M).group(1)) * 1024
-    except (OSError, AttributeError, ValueError):
-        held = 0
-    limit = held + budget
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-
-
 def _grade_one(path: Path, args) -> dict:
     _use_submission_language(path)
     try:
@@ -265,8 +231,7 @@ def _preload() -> None:
     import nbformat  # noqa: F401
     import torch
 
-    from course_tools.grading import sandbox  # noqa: F401
-    from course_tools.grading.sandbox import wire, worker  # noqa: F401
+    from course_tools.grading.sandbox import _session, wire, worker  # noqa: F401
     from lectures_lib import checks, decoding, models, training  # noqa: F401
 
     torch.set_num_threads(1)
@@ -277,19 +242,6 @@ def _preload() -> None:
 
 _PARENT_ENV = "LECTURES_ZYGOTE_PARENT"  # the pid of the process that started the zygote
 _GRADING = [0]  # the zygote's grading process now (its process group), 0 when none
-
-
-def _die_with(parent: int) -> None:
-    """SIGKILL this process when ``parent`` (the thread that forked it) ends (Linux's
-    ``PR_SET_PDEATHSIG``); if it has already ended, end now."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 def _orphan_watch(parent: int) -> None:

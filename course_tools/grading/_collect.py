@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from course_tools import ROOT
+from course_tools.grading._process import MAX_SUBMISSION_BYTES
 from course_tools.publish.exercises import exercise_cells as _exercise_cells
 from course_tools.publish.exercises import find_exercises, strip_solutions
 from lectures_lib.checks.grader import SECRET_ENV
@@ -144,7 +145,6 @@ def _plan(submission, course_nb, entries) -> tuple[list[str], list[tuple], dict[
     return cells, tests, missing
 
 
-MAX_SUBMISSION_BYTES = 16 * 2**20  # 20 times the course's largest notebook with its outputs
 
 
 def read_submission(path: Path, max_bytes: int = MAX_SUBMISSION_BYTES):

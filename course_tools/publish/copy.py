@@ -28,7 +28,7 @@ from pathlib import Path
 
 from lectures_lib.course import course_files
 from lectures_lib.languages import normalise_language
-from lectures_lib.utils import check_bool, check_path
+from lectures_lib.plain_checks import check_bool, check_path
 
 LANGUAGE_FOLDERS = {"en": "", "zh-Hans": "zh-Hans", "zh-Hant": "zh-Hant"}
 READMES = {"en": "README.md", "zh-Hans": "README.zh-CN.md", "zh-Hant": "README.zh-TW.md"}

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lectures_lib.utils import check_bool, check_path
+from lectures_lib.plain_checks import check_bool, check_path
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode

@@ -156,6 +156,46 @@ def _frames(session, kind: str, content: dict, parent: dict) -> list[bytes]:
     return session.serialize(session.msg(kind, content=content, parent=parent), ident=[b"topic"])
 
 
+DIRTY = ("def dirty():\n"
+         "    rollup = open('/proc/self/smaps_rollup').read().splitlines()[1:]\n"
+         "    return int(dict(l.split(':', 1) for l in rollup)['Private_Dirty'].split()[0]) * 1024\n")
+
+
+@needs_sandbox
+def test_the_kernel_gives_back_what_a_cell_freed(kernel):
+    """After each cell the kernel returns the pages the cell freed (the launcher loads
+    ``_kernel_memory``): a class holds one kernel per active student (benchmarks/class_sizing.py)."""
+    _run(kernel, DIRTY + "before = dirty()")
+    outputs, reply = _run(kernel, "blocks = [bytearray(4000) for _ in range(50_000)]\n"
+                                  "pin = bytearray(4000)  # the heap's top stays in use\n"
+                                  "held = dirty() - before\n"
+                                  "del blocks")
+    assert reply["status"] == "ok", outputs
+    outputs, reply = _run(kernel, "print(held, dirty() - before)")
+    held, after = map(int, _text(outputs).split())
+    assert held > 150 * MiB, "the cell held its ~200 MB"
+    assert after < held / 4, f"the freed pages stayed in the kernel: {after / MiB:.0f} MiB"
+
+
+@needs_sandbox
+def test_the_launcher_maps_no_torch(kernel):
+    """The launcher (outside the sandbox, one per kernel) relays messages: it loads no torch
+    (tests/test_light_processes.py checks its imports; this, the running process)."""
+    launchers = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (b"course_tools.grading.sandbox.kernel" in command and b"launch" in command
+                and kernel.connection_file.encode() in command):
+            launchers.append(entry)
+    assert len(launchers) == 1, launchers
+    maps = (launchers[0] / "maps").read_text()
+    assert "libzmq" in maps, "the scan reads the launcher's mappings"
+    assert "libtorch" not in maps
+
+
 def test_the_cap_signs_what_it_writes_and_lets_status_and_errors_through():
     from jupyter_client.session import Session
 

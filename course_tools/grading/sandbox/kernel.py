@@ -23,6 +23,8 @@ the instructor's user, with the instructor's rights. This module gives it a kern
   refuses (:func:`~course_tools.grading.sandbox.sandbox_problem`); ``--die-with-parent`` in a
   PID namespace: when nbgrader ends (or kills) the kernel, every process the notebook started
   ends with it.
+* after each cell the kernel gives back the memory the cell freed (:mod:`._kernel_memory`): a
+  class hub holds one kernel per active student.
 
 Without network the kernel cannot reach its client's channels (nbgrader's TCP ports; the class
 hub's Unix sockets in the student's own folder: ``ipc``, which ``$LECTURES_KERNEL_TRANSPORT``
@@ -68,7 +70,7 @@ from course_tools.grading.sandbox import (
 from course_tools.grading.sandbox import _cgroups as cgroups
 from course_tools.grading.sandbox._kernel_output import MAX_FRAME_BYTES, OutputCap
 from course_tools.grading.sandbox._refusal import channel_address, serve_refusal
-from lectures_lib.utils import check_bool, check_path
+from lectures_lib.plain_checks import check_bool, check_path  # no torch here
 
 __all__ = ["KERNEL_NAME", "kernel_spec", "install", "launch_command", "main"]
 
@@ -169,13 +171,17 @@ def launch_command(inner: Path, cwd: Path, limits: Limits | None = None, *,
     return command
 
 
+# after each cell, the pages it freed go back to the system (one kernel per active student)
+MEMORY_EXTENSION = "course_tools.grading.sandbox._kernel_memory"
+
+
 def _inner(connection_file: str, limits_json: str) -> int:
     """Inside the sandbox: hard limits, then IPython (this process becomes the kernel)."""
     from course_tools.grading.sandbox.worker import _apply_limits
 
     _apply_limits(json.loads(limits_json))
     os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", "-f",
-                              connection_file])
+                              connection_file, f"--IPKernelApp.extra_extensions={MEMORY_EXTENSION}"])
     return 1  # not reached
 
 
