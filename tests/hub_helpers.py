@@ -77,6 +77,17 @@ def free_ports(count: int = 4) -> int:
     raise RuntimeError(f"no {count} free ports")
 
 
+def stop_group(process: subprocess.Popen, timeout: float = 30) -> None:
+    """Stop ``process`` and its process group (a hub stops its proxy, services and servers;
+    a Dask scheduler its children): SIGTERM, then SIGKILL after ``timeout`` seconds."""
+    with contextlib.suppress(ProcessLookupError):  # one that failed has ended already
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+
+
 def wait_for(url: str, server: subprocess.Popen, log: Path, timeout: float = 120) -> None:
     """Wait until ``url`` answers 200; fails with the end of ``log`` when ``server`` exits or
     ``timeout`` seconds pass first."""
@@ -169,12 +180,7 @@ def running_hub(students: dict[str, str], *options: str, subdomains: bool = Fals
         yield types.SimpleNamespace(url=url, hub_dir=folder / "hub", passwords=passwords,
                                     python=python, server=server, log=folder / "hub.log")
     finally:
-        with contextlib.suppress(ProcessLookupError):  # it stops the proxy, services, servers
-            os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        stop_group(server)
         log.close()
         print((folder / "hub.log").read_text()[-6000:])
         try:

@@ -28,7 +28,6 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ import pytest
 
 from .browser_helpers import require_playwright
 from .conftest import require_system_package
-from .hub_helpers import exists, free_ports, remove_users, wait_for
+from .hub_helpers import exists, free_ports, remove_users, stop_group, wait_for
 from .test_installed_course import _clean_env, wheel  # noqa: F401 - the wheel fixture
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
@@ -353,11 +352,7 @@ def _stop(hub: subprocess.Popen, contexts: list) -> None:
     while contexts:
         contexts.pop().close()
     if hub.poll() is None:
-        os.killpg(hub.pid, signal.SIGTERM)
-        try:
-            hub.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(hub.pid, signal.SIGKILL)
+        stop_group(hub)
     for name in STUDENTS:
         subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
     time.sleep(1)
@@ -409,11 +404,7 @@ def _grade_on_cluster(folder: Path, venv: Path, env: dict, submissions: list[str
         return _reports(folder / "cluster.jsonl")
     finally:
         for process in reversed(processes):
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+            stop_group(process)
         for file in logs:
             file.close()
 

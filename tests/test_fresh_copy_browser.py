@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import pytest
 from lectures_lib.explorer import LIVE_HINT, STATIC_HINT
 
 from .browser_helpers import require_playwright
+from .hub_helpers import stop_group
 
 pytestmark = [pytest.mark.system, pytest.mark.slow, pytest.mark.system_package("chromium")]
 sync_api = require_playwright()
@@ -78,12 +78,7 @@ def learners_lab(tmp_path: Path):
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}", token, course
     finally:
-        with contextlib.suppress(ProcessLookupError):  # a server that failed has ended already
-            os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        stop_group(server)
         log.close()
 
 

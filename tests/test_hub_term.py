@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .hub_helpers import class_python, exists, free_ports, require_hub, wait_for
+from .hub_helpers import class_python, exists, free_ports, require_hub, stop_group, wait_for
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 require_hub(browser=False)  # skips naming what is missing; fails under CI
@@ -90,11 +89,7 @@ def test_idle_servers_are_culled_the_instructor_gets_the_admin_page_and_the_clas
         assert STUDENT in {user["name"] for user in users}, users
         assert _status(python, hub_dir).keys() == {STUDENT}  # the admin is not a student
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        stop_group(server)
         log.close()
     try:
         subprocess.run(["pkill", "-KILL", "-u", STUDENT], capture_output=True)
