@@ -198,7 +198,7 @@ def check_translation_strong(recipe_fn) -> str:
 
 @checker("translation_boss")
 def check_translation_boss(recipe_fn) -> str:
-    """The boss tier: the course's best measured recipe (50 epochs, beam search)."""
+    """The boss tier: the course's 50-epoch reference recipe with beam search."""
     return _tier(recipe_fn, "boss")
 
 
