@@ -33,7 +33,7 @@ def test_a_recipe_past_the_budget_stops_early_and_is_reported(monkeypatch):
     assert "limited to 0.2 CPU seconds" in result.message and "over budget" in result.message
 
 
-def test_four_tiers_train_once(monkeypatch):
+def test_each_tier_judges_the_score_against_its_own_fraction(monkeypatch):
     calls = []
 
     def fake_score(recipe):
@@ -47,7 +47,7 @@ def test_four_tiers_train_once(monkeypatch):
         H.check_translation_boss)]
     assert [r.passed for r in results] == [9.0 >= H.TIERS[t] * 12.0 for t in H.TIERS]
     assert results[-1].mistake == "below_tier" and "needs BLEU >=" in results[-1].message
-    assert len(calls) == 4  # the fake is not cached: the real _homework_score is (below)
+    assert len(calls) == 4  # the fake is not cached; that the real one trains once: below
 
 
 @pytest.mark.slow
